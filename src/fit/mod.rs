@@ -1,0 +1,464 @@
+//! Maximum-likelihood estimation of `(theta, gamma)` (SPEC §2).
+//!
+//! Two solvers sit behind one small [`Solver`] trait and one driver loop ([`run_solver`]) that
+//! owns termination: tolerance, iteration cap, divergence, cancellation and progress reporting.
+//!
+//! * [`SolverKind::Newton`] (default): damped Newton on the joint likelihood with an Armijo
+//!   line search, falling back to Fisher scoring (the expected information, always positive
+//!   semi-definite) where the observed Hessian is indefinite. Quadratic convergence near the
+//!   optimum. Because `L_n` is biconvex but not jointly convex, it is run from several starts
+//!   (the homogeneous fit, plus `restarts` seeded random starts) and the lowest optimum wins.
+//! * [`SolverKind::Agd`]: the paper's Algorithm 1, faithfully (see [`agd`]).
+//!
+//! Results are deterministic for a seed whatever the thread count (see [`crate::parallel`]).
+
+pub mod agd;
+pub mod newton;
+
+use crate::data::Dataset;
+use crate::error::{check_finite, Error, Result};
+use crate::likelihood::nll_and_gradient;
+use crate::model::Params;
+use crate::parallel::thread_pool;
+use rand::Rng;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// Which algorithm minimises `L_n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SolverKind {
+    /// Damped Newton / Fisher scoring with line search and multi-start (the default).
+    Newton,
+    /// The paper's alternating gradient descent (Algorithm 1).
+    Agd,
+}
+
+impl SolverKind {
+    /// Stable name used in reports, files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SolverKind::Newton => "newton",
+            SolverKind::Agd => "agd",
+        }
+    }
+
+    /// Parses a name as produced by [`SolverKind::name`].
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name {
+            "newton" => Ok(SolverKind::Newton),
+            "agd" => Ok(SolverKind::Agd),
+            other => Err(Error::invalid(
+                "solver",
+                format!("unknown solver `{other}` (expected newton or agd)"),
+            )),
+        }
+    }
+}
+
+/// Where the solver starts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Init {
+    /// theta from the homogeneous fit (gamma held at 0, a convex problem), gamma = 0.
+    Default,
+    /// The paper's start: every coefficient drawn from U(-1, 1) with the options' seed.
+    Random,
+    /// Explicit starting values (the paper's Algorithm 1 from a known point).
+    Explicit(Params),
+}
+
+/// Options of a fit. [`FitOptions::default`] gives the documented defaults; validate with
+/// [`FitOptions::check`] (done by [`fit`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitOptions {
+    /// The algorithm. Default: Newton.
+    pub solver: SolverKind,
+    /// agd step size for theta (eta1). Default 0.1 (the paper's §6.1).
+    pub eta1: f64,
+    /// agd step size for gamma (eta2). Default 0.08 (the paper's §6.1).
+    pub eta2: f64,
+    /// Iteration cap per start; `None` = the solver's default (Newton 100, agd 10,000).
+    pub max_iter: Option<usize>,
+    /// Convergence: Euclidean norm of the gradient of the mean NLL. Default 1e-8.
+    pub tol: f64,
+    /// Seed for random starts. Default 0.
+    pub seed: u64,
+    /// Starting point. Default: the homogeneous fit.
+    pub init: Init,
+    /// Extra seeded U(-1,1) starts tried by the Newton solver (the best optimum wins).
+    /// Default 2. Ignored by agd, which is single-start as in the paper.
+    pub restarts: usize,
+    /// Worker threads; 0 = all cores. Results do not depend on it.
+    pub threads: usize,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        FitOptions {
+            solver: SolverKind::Newton,
+            eta1: 0.1,
+            eta2: 0.08,
+            max_iter: None,
+            tol: 1e-8,
+            seed: 0,
+            init: Init::Default,
+            restarts: 2,
+            threads: 0,
+        }
+    }
+}
+
+impl FitOptions {
+    /// The iteration cap that applies to this solver.
+    pub fn effective_max_iter(&self) -> usize {
+        self.max_iter.unwrap_or(match self.solver {
+            SolverKind::Newton => 100,
+            SolverKind::Agd => 10_000,
+        })
+    }
+
+    /// Checks every option against its domain (positive finite step sizes and tolerance,
+    /// explicit starting values of the right dimensions and finite).
+    pub fn check(&self, d1: usize, d2: usize) -> Result<()> {
+        for (name, v) in [("eta1", self.eta1), ("eta2", self.eta2)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::invalid(
+                    name,
+                    format!("must be a positive, finite step size; got {v}"),
+                ));
+            }
+        }
+        if !(self.tol.is_finite() && self.tol >= 0.0) {
+            return Err(Error::invalid(
+                "tol",
+                format!(
+                    "must be a non-negative, finite gradient norm; got {}",
+                    self.tol
+                ),
+            ));
+        }
+        if self.max_iter == Some(0) {
+            return Err(Error::invalid("max_iter", "must be at least 1"));
+        }
+        if let Init::Explicit(p) = &self.init {
+            if p.theta.len() != d1 {
+                return Err(Error::dims(
+                    "theta0",
+                    format!("{d1} values (d1)"),
+                    p.theta.len(),
+                ));
+            }
+            if p.gamma.len() != d2 {
+                return Err(Error::dims(
+                    "gamma0",
+                    format!("{d2} values (d2)"),
+                    p.gamma.len(),
+                ));
+            }
+            check_finite("theta0", &p.theta)?;
+            check_finite("gamma0", &p.gamma)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a solver stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// The gradient norm met the tolerance.
+    Converged,
+    /// The iteration cap was reached first.
+    MaxIterations,
+    /// The line search could not decrease the objective any further (numerical floor or a
+    /// likelihood without a finite optimum, e.g. separable data).
+    Stalled,
+    /// Parameters or objective became non-finite.
+    Diverged,
+}
+
+impl Termination {
+    /// Stable name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Termination::Converged => "converged",
+            Termination::MaxIterations => "max_iterations",
+            Termination::Stalled => "stalled",
+            Termination::Diverged => "diverged",
+        }
+    }
+}
+
+/// How the fit went (SPEC §2: every fit reports these).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitReport {
+    /// Solver used.
+    pub solver: SolverKind,
+    /// Iterations of the winning start.
+    pub iterations: usize,
+    /// Total iterations over all starts.
+    pub total_iterations: usize,
+    /// Number of starts tried.
+    pub starts: usize,
+    /// Whether the winning start met the tolerance.
+    pub converged: bool,
+    /// Why the winning start stopped.
+    pub termination: Termination,
+    /// Final gradient norm (Euclidean, of the mean NLL).
+    pub grad_norm: f64,
+    /// Final mean negative log-likelihood.
+    pub neg_loglik: f64,
+    /// Wall-clock seconds of the whole fit.
+    pub seconds: f64,
+    /// The tolerance asked for.
+    pub tol: f64,
+}
+
+/// A fitted parameter vector with its report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fit {
+    /// The estimate.
+    pub params: Params,
+    /// How it was obtained.
+    pub report: FitReport,
+}
+
+/// What the progress observer sees after each iteration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Which start (0-based) is running.
+    pub start: usize,
+    /// Iterations done in this start.
+    pub iteration: usize,
+    /// The iteration cap.
+    pub max_iter: usize,
+    /// Current mean NLL.
+    pub neg_loglik: f64,
+    /// Current gradient norm.
+    pub grad_norm: f64,
+}
+
+/// Caller's hooks into a running fit: a progress observer (return `false` to cancel) and a
+/// cancellation flag that another thread may set.
+#[derive(Default)]
+pub struct FitControl<'a> {
+    /// Called after every iteration; returning `false` cancels the fit.
+    pub progress: Option<&'a (dyn Fn(&Progress) -> bool + Sync)>,
+    /// Checked before every iteration; `true` cancels the fit.
+    pub cancel: Option<&'a AtomicBool>,
+}
+
+impl FitControl<'_> {
+    fn should_stop(&self, p: &Progress) -> bool {
+        self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+            || self.progress.is_some_and(|f| !f(p))
+    }
+}
+
+/// Where a solver is: the current point with its objective and gradient.
+#[derive(Debug, Clone)]
+pub struct State {
+    /// Current parameters.
+    pub params: Params,
+    /// Mean NLL at `params`.
+    pub nll: f64,
+    /// Gradient at `params` (stacked, theta first).
+    pub grad: Vec<f64>,
+}
+
+impl State {
+    /// Evaluates the objective and gradient at `params`.
+    pub fn at(data: &Dataset, params: Params) -> Self {
+        let (nll, grad) = nll_and_gradient(data, &params);
+        State { params, nll, grad }
+    }
+
+    /// Euclidean norm of the gradient.
+    pub fn grad_norm(&self) -> f64 {
+        self.grad.iter().map(|g| g * g).sum::<f64>().sqrt()
+    }
+
+    fn is_finite(&self) -> bool {
+        self.nll.is_finite() && self.params.is_finite() && self.grad.iter().all(|g| g.is_finite())
+    }
+}
+
+/// What one solver iteration produced.
+pub enum Step {
+    /// A new point.
+    Moved(State),
+    /// No acceptable step exists from here (line search failure).
+    Stalled,
+}
+
+/// One iterative algorithm: from a state, produce the next one. The driver ([`run_solver`])
+/// decides when to stop.
+pub trait Solver {
+    /// Performs one iteration from `state`.
+    fn step(&mut self, data: &Dataset, state: &State) -> Result<Step>;
+
+    /// The gradient norm this solver drives to the tolerance (default: the full gradient).
+    fn grad_norm(&self, state: &State) -> f64 {
+        state.grad_norm()
+    }
+}
+
+/// Outcome of one start.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Final state.
+    pub state: State,
+    /// Iterations done.
+    pub iterations: usize,
+    /// Why it stopped.
+    pub termination: Termination,
+}
+
+/// Drives `solver` from `start` until the gradient norm is at most `tol`, `max_iter` iterations
+/// are done, the solver stalls or diverges, or the caller cancels ([`Error::Cancelled`]).
+pub fn run_solver(
+    solver: &mut dyn Solver,
+    data: &Dataset,
+    start: State,
+    tol: f64,
+    max_iter: usize,
+    control: &FitControl,
+    start_index: usize,
+) -> Result<Run> {
+    let mut state = start;
+    let mut iterations = 0;
+    let termination = loop {
+        if !state.is_finite() {
+            break Termination::Diverged;
+        }
+        let grad_norm = solver.grad_norm(&state);
+        if grad_norm <= tol {
+            break Termination::Converged;
+        }
+        if iterations >= max_iter {
+            break Termination::MaxIterations;
+        }
+        let progress = Progress {
+            start: start_index,
+            iteration: iterations,
+            max_iter,
+            neg_loglik: state.nll,
+            grad_norm,
+        };
+        if control.should_stop(&progress) {
+            return Err(Error::Cancelled);
+        }
+        match solver.step(data, &state)? {
+            Step::Moved(next) => state = next,
+            Step::Stalled => break Termination::Stalled,
+        }
+        iterations += 1;
+    };
+    Ok(Run {
+        state,
+        iterations,
+        termination,
+    })
+}
+
+/// Fits `(theta, gamma)` by maximum likelihood on a local pool of `options.threads` threads.
+///
+/// Errors: invalid options ([`Error::InvalidArgument`], [`Error::DimensionMismatch`]),
+/// [`Error::Cancelled`]. A fit that does not converge is *not* an error: its report says so
+/// (`converged = false` and the [`Termination`]).
+pub fn fit(data: &Dataset, options: &FitOptions, control: &FitControl) -> Result<Fit> {
+    options.check(data.d1(), data.d2())?;
+    let started = Instant::now();
+    let pool = thread_pool(options.threads)?;
+    let (best, runs) = pool.install(|| fit_in_pool(data, options, control))?;
+    Ok(Fit {
+        report: FitReport {
+            solver: options.solver,
+            iterations: best.iterations,
+            total_iterations: runs.iter().map(|r| r.iterations).sum(),
+            starts: runs.len(),
+            converged: best.termination == Termination::Converged,
+            termination: best.termination,
+            grad_norm: best.state.grad_norm(),
+            neg_loglik: best.state.nll,
+            seconds: started.elapsed().as_secs_f64(),
+            tol: options.tol,
+        },
+        params: best.state.params,
+    })
+}
+
+fn fit_in_pool(
+    data: &Dataset,
+    options: &FitOptions,
+    control: &FitControl,
+) -> Result<(Run, Vec<Run>)> {
+    let max_iter = options.effective_max_iter();
+    let mut rng = crate::sim::rng(options.seed);
+    let mut starts: Vec<Params> = vec![match &options.init {
+        Init::Default => homogeneous_start(data, control)?,
+        Init::Random => random_params(data, &mut rng),
+        Init::Explicit(p) => p.clone(),
+    }];
+    if options.solver == SolverKind::Newton && data.d2() > 0 {
+        starts.extend((0..options.restarts).map(|_| random_params(data, &mut rng)));
+    }
+    let mut runs = Vec::with_capacity(starts.len());
+    for (k, start) in starts.into_iter().enumerate() {
+        let state = State::at(data, start);
+        let run = match options.solver {
+            SolverKind::Newton => run_solver(
+                &mut newton::Newton::joint(),
+                data,
+                state,
+                options.tol,
+                max_iter,
+                control,
+                k,
+            )?,
+            SolverKind::Agd => {
+                let mut solver = agd::Agd::new(options.eta1, options.eta2);
+                run_solver(&mut solver, data, state, options.tol, max_iter, control, k)?
+            }
+        };
+        runs.push(run);
+    }
+    let best = best_run(&runs).clone();
+    Ok((best, runs))
+}
+
+/// The start whose optimum is best: converged runs beat unconverged ones, then the lower NLL
+/// wins, then the earlier start.
+fn best_run(runs: &[Run]) -> &Run {
+    let mut best = &runs[0];
+    for r in &runs[1..] {
+        let better = match (
+            r.termination == Termination::Converged,
+            best.termination == Termination::Converged,
+        ) {
+            (true, false) => true,
+            (false, true) => false,
+            _ => r.state.nll < best.state.nll,
+        };
+        if better {
+            best = r;
+        }
+    }
+    best
+}
+
+/// The paper's random start: every coefficient from U(-1, 1).
+fn random_params(data: &Dataset, rng: &mut impl Rng) -> Params {
+    let mut draw = |k: usize| (0..k).map(|_| rng.random_range(-1.0..1.0)).collect();
+    Params {
+        theta: draw(data.d1()),
+        gamma: draw(data.d2()),
+    }
+}
+
+/// The default start: gamma = 0 and theta the maximiser with gamma held at 0 — a convex
+/// logistic regression of y on `psi0 * z` (exactly the MLE when d2 = 0).
+fn homogeneous_start(data: &Dataset, control: &FitControl) -> Result<Params> {
+    let state = State::at(data, Params::zeros(data.d1(), data.d2()));
+    let mut solver = newton::Newton::theta_only();
+    let run = run_solver(&mut solver, data, state, 1e-10, 50, control, 0)?;
+    Ok(run.state.params)
+}

@@ -1,0 +1,1 @@
+//! Files: training data (CSV, safetensors), scoring inputs and the model file (SPEC §6).

@@ -1,0 +1,50 @@
+//! Deterministic data parallelism.
+//!
+//! Passes over samples split the rows into fixed-size chunks (independent of the thread count),
+//! reduce each chunk on whichever thread rayon picks, and add the chunk results in chunk order.
+//! The floating-point result is therefore identical for 1, 2 or 64 threads.
+//!
+//! The library never touches rayon's global pool: callers run work inside a local pool built by
+//! [`thread_pool`] (0 threads = all cores).
+
+use crate::error::{Error, Result};
+use rayon::prelude::*;
+
+/// Rows per chunk of a reduction. Fixed so that results do not depend on the thread count.
+pub const CHUNK_ROWS: usize = 512;
+
+/// Builds a local rayon pool with `threads` workers (0 = one per available core).
+pub fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("hetreward-{i}"))
+        .build()
+        .map_err(|e| Error::Internal {
+            detail: format!("cannot start a pool of {threads} threads: {e}"),
+        })
+}
+
+/// Sums `len`-vectors over rows `0..n`: each chunk of [`CHUNK_ROWS`] rows is folded by
+/// `fold(range, &mut acc)` into a zeroed accumulator, and the accumulators are added in chunk
+/// order. Runs on the current rayon pool.
+pub fn chunked_sum<F>(n: usize, len: usize, fold: F) -> Vec<f64>
+where
+    F: Fn(std::ops::Range<usize>, &mut [f64]) + Sync,
+{
+    let n_chunks = n.div_ceil(CHUNK_ROWS);
+    let partials: Vec<Vec<f64>> = (0..n_chunks)
+        .into_par_iter()
+        .map(|c| {
+            let mut acc = vec![0.0; len];
+            fold(c * CHUNK_ROWS..((c + 1) * CHUNK_ROWS).min(n), &mut acc);
+            acc
+        })
+        .collect();
+    let mut total = vec![0.0; len];
+    for part in &partials {
+        for (t, p) in total.iter_mut().zip(part) {
+            *t += p;
+        }
+    }
+    total
+}
