@@ -393,11 +393,13 @@ fn fit_in_pool(
 ) -> Result<(Run, Vec<Run>)> {
     let max_iter = options.effective_max_iter();
     let mut rng = crate::sim::rng(options.seed);
-    let mut starts: Vec<Params> = vec![match &options.init {
+    // Iterations spent finding the first start (the homogeneous fit) count towards it.
+    let (first, prelude_iterations) = match &options.init {
         Init::Default => homogeneous_start(data, control)?,
-        Init::Random => random_params(data, &mut rng),
-        Init::Explicit(p) => p.clone(),
-    }];
+        Init::Random => (random_params(data, &mut rng), 0),
+        Init::Explicit(p) => (p.clone(), 0),
+    };
+    let mut starts = vec![first];
     if options.solver == SolverKind::Newton && data.d2() > 0 {
         starts.extend((0..options.restarts).map(|_| random_params(data, &mut rng)));
     }
@@ -421,6 +423,7 @@ fn fit_in_pool(
         };
         runs.push(run);
     }
+    runs[0].iterations += prelude_iterations;
     let best = best_run(&runs).clone();
     Ok((best, runs))
 }
@@ -456,9 +459,10 @@ fn random_params(data: &Dataset, rng: &mut impl Rng) -> Params {
 
 /// The default start: gamma = 0 and theta the maximiser with gamma held at 0 — a convex
 /// logistic regression of y on `psi0 * z` (exactly the MLE when d2 = 0).
-fn homogeneous_start(data: &Dataset, control: &FitControl) -> Result<Params> {
+/// Returns the start and the iterations it took.
+fn homogeneous_start(data: &Dataset, control: &FitControl) -> Result<(Params, usize)> {
     let state = State::at(data, Params::zeros(data.d1(), data.d2()));
     let mut solver = newton::Newton::theta_only();
     let run = run_solver(&mut solver, data, state, 1e-10, 50, control, 0)?;
-    Ok(run.state.params)
+    Ok((run.state.params, run.iterations))
 }

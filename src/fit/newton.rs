@@ -115,6 +115,10 @@ impl Solver for Newton {
             return Ok(Step::Stalled);
         }
         let base = state.params.stacked();
+        // Near the optimum the predicted decrease falls below the rounding noise of L_n; a step
+        // that changes L_n by no more than that noise is then accepted (otherwise the search
+        // would halve t down to nothing and the gradient could never reach a tight tolerance).
+        let noise = 16.0 * f64::EPSILON * state.nll.abs().max(1.0);
         let mut t = 1.0;
         for _ in 0..MAX_HALVINGS {
             let mut trial = base.clone();
@@ -123,7 +127,9 @@ impl Solver for Newton {
             }
             let params = Params::from_stacked(&trial, data.d1());
             let value = mean_nll(data, &params);
-            if value.is_finite() && value <= state.nll + ARMIJO * t * slope {
+            let sufficient = value <= state.nll + ARMIJO * t * slope;
+            let within_noise = -t * slope <= noise && value <= state.nll + noise;
+            if value.is_finite() && (sufficient || within_noise) {
                 return Ok(Step::Moved(State::at(data, params)));
             }
             t *= 0.5;

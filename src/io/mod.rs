@@ -1,1 +1,41 @@
-//! Files: training data (CSV, safetensors), scoring inputs and the model file (SPEC §6).
+//! Files (SPEC §6): tables of named numeric columns from CSV or safetensors, the training-data
+//! reader built on them, and the versioned model file.
+//!
+//! Every error names the file, the tensor or column and, where there is one, the row.
+
+pub mod csv_table;
+pub mod json;
+pub mod model_file;
+pub mod safetensors_table;
+pub mod training;
+
+use crate::error::{Error, Result};
+use std::path::Path;
+
+/// A file's format, chosen by extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// `.csv` with a header row.
+    Csv,
+    /// `.safetensors`.
+    Safetensors,
+}
+
+impl FileKind {
+    /// The format of `path` by its extension; an unknown extension is a format error.
+    pub fn of(path: &Path) -> Result<Self> {
+        match path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("csv") => Ok(FileKind::Csv),
+            Some("safetensors") => Ok(FileKind::Safetensors),
+            _ => Err(Error::format(
+                path.display().to_string(),
+                "unknown file type: expected a .csv or .safetensors extension",
+            )),
+        }
+    }
+}
