@@ -25,6 +25,13 @@ struct OutPtr(*mut f64);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
+impl OutPtr {
+    /// The pointer (a method, so closures capture the whole `Sync` wrapper, not the field).
+    fn get(self) -> *mut f64 {
+        self.0
+    }
+}
+
 /// `sum_i a_i a_i^T / scale` for rows `a_i` (length `p`) produced by `fill_row(i, &mut a_i)`,
 /// `i in 0..n`. Returns a symmetric `p x p` matrix.
 ///
@@ -58,7 +65,6 @@ where
         tiles.par_iter().for_each(|&(ti, tj)| {
             let m = GRAM_TILE.min(p - ti);
             let k = GRAM_TILE.min(p - tj);
-            let out_ptr = out_ptr;
             // SAFETY: A^T[ti..ti+m, :] and A[:, tj..tj+k] lie inside `a` (rows x p, row-major);
             // the output tile [ti..ti+m, tj..tj+k] lies inside `out` (p x p) and is written by
             // this task only.
@@ -75,7 +81,7 @@ where
                     p as isize,
                     1,
                     1.0,
-                    out_ptr.0.add(ti * p + tj),
+                    out_ptr.get().add(ti * p + tj),
                     p as isize,
                     1,
                 );
@@ -123,7 +129,7 @@ pub fn cholesky(a: &DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
         (lo.min(v), hi.max(v))
     });
     let rcond = (lo / hi).powi(2);
-    if !(rcond >= RCOND_MIN) {
+    if rcond.is_nan() || rcond < RCOND_MIN {
         return Err(Error::SingularInformation {
             detail: format!(
                 "{what} is ill-conditioned (reciprocal condition estimate {rcond:.3e} < {RCOND_MIN:.0e})"

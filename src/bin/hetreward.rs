@@ -28,6 +28,17 @@ enum Command {
     ///
     /// Example: hetreward fit prefs.csv --out model.hrm --report report.json
     Fit(FitArgs),
+    /// Run the paper's pipeline on built-in simulated data (no files needed).
+    ///
+    /// Example: hetreward demo --seed 7 --n 600
+    Demo {
+        /// Seed of the simulation.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Number of training comparisons.
+        #[arg(long, default_value_t = 600)]
+        n: usize,
+    },
     /// Print a model file's estimates and fit report.
     ///
     /// Example: hetreward inspect model.hrm --json
@@ -131,6 +142,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Fit(args) => run_fit(args),
         Command::Inspect { model, json } => run_inspect(model, json),
+        Command::Demo { seed, n } => run_demo(seed, n),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -217,6 +229,28 @@ fn run_inspect(path: PathBuf, as_json: bool) -> Result<(), Failure> {
         );
     } else {
         print_table(&model);
+    }
+    Ok(())
+}
+
+fn run_demo(seed: u64, n: usize) -> Result<(), Failure> {
+    use hetreward::sim::{paper_phi, paper_simulation, ActionDesign};
+    if n <= 5 {
+        return Err(Error::invalid("n", format!("need more than 5 comparisons, got {n}")).into());
+    }
+    let data = paper_simulation(n, ActionDesign::Uniform, seed);
+    println!("Paper §6.1 simulation (a0 ~ U(0,1), a1 ~ U(0,2)), n = {n}, seed = {seed}");
+    let model = RewardModel::estimate(&data, &FitOptions::default(), CovarianceKind::Expected, &FitControl::default())?;
+    print_table(&model);
+    println!("\n{:<12} {:>10} {:>10} {:>10} {:>10} {:>10}", "(s, a)", "true r", "reward", "se", "lower", "upper");
+    for (s, a) in [(0.5, 0.25), (0.5, 0.5), (1.0, 0.25), (1.0, 0.5)] {
+        let phi = paper_phi(s, a);
+        let ci = model.score(&phi, 0.05)?;
+        let truth = hetreward::model::dot(&hetreward::sim::PAPER_THETA, &phi);
+        println!(
+            "({s:<4}, {a:<4}) {truth:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>10.4}",
+            ci.reward, ci.se, ci.lower, ci.upper
+        );
     }
     Ok(())
 }

@@ -111,7 +111,7 @@ impl Solver for Newton {
             _ => damped_direction(&info, &g),
         };
         let slope = direction.dot(&g);
-        if !(slope < 0.0) {
+        if slope.is_nan() || slope >= 0.0 {
             return Ok(Step::Stalled);
         }
         let base = state.params.stacked();

@@ -52,7 +52,7 @@ impl SafetensorsFile {
             .map_err(|_| Error::format(&self.path, format!("missing tensor `{name}`")))?;
         let data = view.data();
         let values: Vec<f64> = match view.dtype() {
-            Dtype::F64 => decode::<8>(data, |b| f64::from_le_bytes(b)),
+            Dtype::F64 => decode::<8>(data, f64::from_le_bytes),
             Dtype::F32 => decode::<4>(data, |b| f32::from_le_bytes(b) as f64),
             Dtype::I64 if integer_ok => decode::<8>(data, |b| i64::from_le_bytes(b) as f64),
             Dtype::I32 if integer_ok => decode::<4>(data, |b| i32::from_le_bytes(b) as f64),

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Rust: formatting, lints, unit and integration tests (release mode: the coverage simulation
+# fits thousands of models), doc tests.
+set -euo pipefail
+cargo fmt --all -- --check
+cargo clippy --all-targets --release -- -D warnings
+cargo test --release
