@@ -56,8 +56,9 @@ impl RewardModel {
         control: &FitControl,
     ) -> Result<Self> {
         let fitted = fit(data, options, control)?;
-        let pool = crate::parallel::thread_pool(options.threads)?;
-        pool.install(|| Self::from_estimate(data, fitted.params, fitted.report, kind))
+        crate::parallel::run_in_pool(options.threads, || {
+            Self::from_estimate(data, fitted.params, fitted.report, kind)
+        })?
     }
 
     /// Computes the `kind` covariance of the estimator at `params` (on the current rayon pool)

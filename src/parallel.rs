@@ -24,6 +24,26 @@ pub fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
         })
 }
 
+/// Runs `work` on a fresh local pool of `threads` workers (0 = all cores).
+///
+/// When called from inside another rayon pool (a caller parallelising over many fits), the
+/// call is made from a plain scoped thread: a rayon worker blocked in a cross-pool `install`
+/// keeps stealing its own pool's jobs, which would nest fits on one stack until it overflows.
+pub fn run_in_pool<T: Send>(threads: usize, work: impl FnOnce() -> T + Send) -> Result<T> {
+    let pool = thread_pool(threads)?;
+    if rayon::current_thread_index().is_none() {
+        return Ok(pool.install(work));
+    }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| pool.install(work))
+            .join()
+            .map_err(|_| Error::Internal {
+                detail: "a fit thread panicked".into(),
+            })
+    })
+}
+
 /// Sums `len`-vectors over rows `0..n`: each chunk of [`CHUNK_ROWS`] rows is folded by
 /// `fold(range, &mut acc)` into a zeroed accumulator, and the accumulators are added in chunk
 /// order. Runs on the current rayon pool.

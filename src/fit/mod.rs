@@ -19,7 +19,7 @@ use crate::data::Dataset;
 use crate::error::{check_finite, Error, Result};
 use crate::likelihood::nll_and_gradient;
 use crate::model::Params;
-use crate::parallel::thread_pool;
+use crate::parallel::run_in_pool;
 use rand::Rng;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -367,8 +367,7 @@ pub fn run_solver(
 pub fn fit(data: &Dataset, options: &FitOptions, control: &FitControl) -> Result<Fit> {
     options.check(data.d1(), data.d2())?;
     let started = Instant::now();
-    let pool = thread_pool(options.threads)?;
-    let (best, runs) = pool.install(|| fit_in_pool(data, options, control))?;
+    let (best, runs) = run_in_pool(options.threads, || fit_in_pool(data, options, control))??;
     Ok(Fit {
         report: FitReport {
             solver: options.solver,
