@@ -22,7 +22,9 @@
 //! | [`fitted`] | the immutable [`RewardModel`]: reward SEs and CIs, rationality |
 //! | [`select`] | reward differences, win rates, BoN / pBoN |
 //! | [`io`] | training/scoring files (CSV, safetensors) and the model file |
+//! | [`ffi`] | the C ABI (`include/hetreward.h`): handles, status codes, panic boundary |
 //! | [`sim`] | seeded generators (the paper's §6.1 simulation) |
+//! | [`demo`] | the paper's LLM pipeline (§5.2) on built-in simulated data (`hetreward demo`) |
 //! | [`linalg`], [`parallel`], [`stats`] | Gram products and Cholesky, deterministic parallelism, normal quantiles |
 //!
 //! ```
@@ -40,7 +42,9 @@
 #![warn(missing_docs)]
 
 pub mod data;
+pub mod demo;
 pub mod error;
+pub mod ffi;
 pub mod fit;
 pub mod fitted;
 pub mod inference;

@@ -237,11 +237,17 @@ fn confidence_intervals_cover_at_their_nominal_rate() {
         );
         let ratio = pooled(&c.se_over_sd);
         let in_band = |r: f64| RATIO_BAND.0 <= r && r <= RATIO_BAND.1;
-        assert!(in_band(ratio), "{label}: mean SE / SD = {ratio:.3} outside {RATIO_BAND:?}");
+        assert!(
+            in_band(ratio),
+            "{label}: mean SE / SD = {ratio:.3} outside {RATIO_BAND:?}"
+        );
         // The band has power: the same SEs with a variance wrong by 2x fail it.
         for scale in [SCALES[1], SCALES[2]] {
             let wrong = pooled_scaled(&c.se_over_sd, scale);
-            assert!(!in_band(wrong), "{label}: SEs x{scale:.3} give ratio {wrong:.3}, inside the band");
+            assert!(
+                !in_band(wrong),
+                "{label}: SEs x{scale:.3} give ratio {wrong:.3}, inside the band"
+            );
         }
         let coverage = pooled(&c.coverage[0]);
         assert!(

@@ -1,21 +1,42 @@
-//! `hetreward`: the command-line interface, a thin shell over the library (SPEC §5).
+//! `hetreward`: the command-line interface, a thin shell over the library (SPEC §5). It
+//! validates arguments, reads files, calls the library and prints tables or JSON; it computes
+//! nothing itself.
 //!
 //! Exit codes: 0 success; 2 bad input (arguments, data, files); 3 `--require-converged` and the
 //! fit did not converge; 1 any other failure (singular information, internal error).
 
 use clap::{Parser, Subcommand, ValueEnum};
-use hetreward::fit::{FitControl, FitOptions, Init, SolverKind};
+use hetreward::demo::{self, DemoOptions};
+use hetreward::fit::{FitControl, FitOptions, Init, Progress, SolverKind};
 use hetreward::inference::CovarianceKind;
-use hetreward::io::{json, model_file, training};
+use hetreward::io::{json, model_file, scoring, training};
+use hetreward::select::{self, DiffMethod, Policy};
 use hetreward::{Error, Params, RewardModel};
-use std::path::PathBuf;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const EXAMPLES: &str = "\
+Examples:
+  hetreward demo                                        # the paper's pipeline on built-in data
+  hetreward fit prefs.csv --out model.hrm --report report.json
+  hetreward inspect model.hrm --json
+  hetreward score model.hrm answers.safetensors --alpha 0.05 --json
+  hetreward compare model.hrm pairs.csv --method exact
+  hetreward select model.hrm candidates.safetensors --policy pbon --json
+
+Exit codes: 0 ok; 1 internal failure (e.g. singular information); 2 bad input (arguments, data,
+files); 3 --require-converged and the fit did not converge.";
 
 #[derive(Parser)]
 #[command(
     name = "hetreward",
     version,
-    about = "Reward learning from heterogeneous human feedback, with confidence intervals"
+    about = "Reward learning from heterogeneous human feedback, with confidence intervals",
+    after_help = EXAMPLES
 )]
 struct Cli {
     #[command(subcommand)]
@@ -25,23 +46,22 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Fit (theta, gamma) by maximum likelihood and write a model file.
-    ///
-    /// Example: hetreward fit prefs.csv --out model.hrm --report report.json
+    #[command(after_help = "\
+Example:
+  hetreward fit prefs.csv --out model.hrm --report report.json
+  hetreward fit prefs.safetensors --out model.hrm --solver agd --max-iter 10000 --require-converged
+
+DATA is .csv (header: cluster?, y, psi0, z1..z{d1}, psi1..psi{d2}) or .safetensors (tensors z
+[n,d1] or phi0/phi1 [n,d1], psi0 [n], psi [n,d2], y [n], cluster [n] optional). A fit that stops
+at --max-iter still writes the model (converged: false, a warning) unless --require-converged.")]
     Fit(FitArgs),
-    /// Run the paper's pipeline on built-in simulated data (no files needed).
-    ///
-    /// Example: hetreward demo --seed 7 --n 600
-    Demo {
-        /// Seed of the simulation.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Number of training comparisons.
-        #[arg(long, default_value_t = 600)]
-        n: usize,
-    },
-    /// Print a model file's estimates and fit report.
-    ///
-    /// Example: hetreward inspect model.hrm --json
+    /// Print a model file's estimates (with SEs and 95% CIs) and fit report.
+    #[command(after_help = "\
+Example:
+  hetreward inspect model.hrm --json
+
+JSON fields: n, d1, d2, theta, gamma, theta_se, gamma_se, covariance, solver, iterations,
+converged, grad_norm, neg_loglik, seconds (+ termination, starts, total_iterations, tol).")]
     Inspect {
         /// The model file.
         model: PathBuf,
@@ -49,6 +69,92 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Reward, SE and CI of each answer: r = theta . phi, se = sqrt(phi' S phi / n).
+    #[command(after_help = "\
+Example:
+  hetreward score model.hrm answers.csv --alpha 0.05 --json
+
+PHI is .safetensors with tensor phi [m,d1] (F32 or F64) or .csv with columns phi1..phi{d1}.
+JSON: {\"alpha\", \"rows\": [{\"reward\", \"se\", \"lower\", \"upper\"}]}.")]
+    Score {
+        /// The model file.
+        model: PathBuf,
+        /// The answers' features (PHI).
+        phi: PathBuf,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Test reward differences r(a0) - r(a1): CI, p-value, win/tie/loss and the win rate.
+    #[command(after_help = "\
+Example:
+  hetreward compare model.hrm pairs.safetensors --method exact --json
+
+PAIRS is .safetensors with tensors phi0, phi1 [m,d1] or .csv with columns phi0_1..phi0_{d1},
+phi1_1..phi1_{d1}. \"win\" means a0 is significantly better; win rate = (wins + ties/2) / m.
+JSON: {\"alpha\", \"method\", \"pairs\": [{\"diff\", \"se\", \"lower\", \"upper\", \"p_value\",
+\"verdict\"}], \"wins\", \"losses\", \"ties\", \"win_rate\"}.")]
+    Compare {
+        /// The model file.
+        model: PathBuf,
+        /// The pairs of answers (PAIRS).
+        pairs: PathBuf,
+        /// Variance of the difference: exact (both rewards share theta_hat; default),
+        /// independent (the paper's formula) or bound (the paper's upper bound).
+        #[arg(long, value_enum, default_value = "exact")]
+        method: MethodArg,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Choose the best candidate of each group (prompt): BoN or pessimistic BoN.
+    #[command(after_help = "\
+Example:
+  hetreward select model.hrm candidates.csv --policy pbon --alpha 0.05 --json
+
+CANDIDATES is .safetensors with phi [m,d1], group [m] (the prompt of each candidate) and optional
+penalty [m], or .csv with columns group, penalty (optional), phi1..phi{d1}.
+bon maximises reward - penalty; pbon maximises lower - penalty (lower = reward - q se).
+Ties go to the lowest index. JSON: {\"alpha\", \"policy\", \"groups\": [{\"group\", \"index\",
+\"row\", \"reward\", \"se\", \"lower\", \"penalty\", \"score\"}]}.")]
+    Select {
+        /// The model file.
+        model: PathBuf,
+        /// The candidates (CANDIDATES).
+        candidates: PathBuf,
+        /// bon (maximise the reward) or pbon (maximise its lower confidence bound; default).
+        #[arg(long, value_enum, default_value = "pbon")]
+        policy: PolicyArg,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Run the paper's LLM pipeline on built-in simulated data (no files needed).
+    #[command(after_help = "\
+Example:
+  hetreward demo --seed 7 --n 33845
+
+Simulates annotators with demographic covariates (one channel adversarial), answers with
+embedding-like features and a gold reward; fits; prints (a) rationality coefficients with CIs,
+(b) reward CIs and win/tie/loss between two LLMs, (c) BoN vs pBoN gold rewards for N = 20..128.")]
+    Demo {
+        /// Seed of the simulation (same seed, same output).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Number of training comparisons.
+        #[arg(long, default_value_t = DemoOptions::default().n)]
+        n: usize,
+        /// Worker threads (0 = all cores); results do not depend on it.
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+    },
+}
+
+#[derive(clap::Args)]
+struct CommonArgs {
+    /// Significance level: (1 - alpha) confidence intervals.
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    /// Print JSON (field names are stable) instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -69,6 +175,19 @@ enum CovarianceArg {
     Observed,
     Robust,
     Cluster,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum MethodArg {
+    Exact,
+    Independent,
+    Bound,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum PolicyArg {
+    Bon,
+    Pbon,
 }
 
 #[derive(clap::Args)]
@@ -141,8 +260,21 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Fit(args) => run_fit(args),
-        Command::Inspect { model, json } => run_inspect(model, json),
-        Command::Demo { seed, n } => run_demo(seed, n),
+        Command::Inspect { model, json } => run_inspect(&model, json),
+        Command::Score { model, phi, common } => run_score(&model, &phi, &common),
+        Command::Compare {
+            model,
+            pairs,
+            method,
+            common,
+        } => run_compare(&model, &pairs, method, &common),
+        Command::Select {
+            model,
+            candidates,
+            policy,
+            common,
+        } => run_select(&model, &candidates, policy, &common),
+        Command::Demo { seed, n, threads } => run_demo(seed, n, threads),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -151,6 +283,74 @@ fn main() -> ExitCode {
             ExitCode::from(f.code)
         }
     }
+}
+
+/// A progress bar for fits: drawn on stderr only when it is a terminal, and only once the fit
+/// has run for a moment (short fits print nothing). Shows the iteration within the current
+/// start, the ETA to the iteration cap, and the gradient norm.
+struct FitProgress {
+    bar: ProgressBar,
+    started: Instant,
+    shown: AtomicBool,
+    start: AtomicUsize,
+}
+
+impl FitProgress {
+    /// `None` when stderr is not a terminal.
+    fn new() -> Option<Self> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        let style = ProgressStyle::with_template(
+            "fit [{elapsed_precise}] {bar:30} {pos}/{len} it, ETA {eta} | {msg}",
+        )
+        .expect("valid template");
+        bar.set_style(style);
+        Some(FitProgress {
+            bar,
+            started: Instant::now(),
+            shown: AtomicBool::new(false),
+            start: AtomicUsize::new(usize::MAX),
+        })
+    }
+
+    /// The fit's observer: updates the bar and never cancels.
+    fn observe(&self, p: &Progress) -> bool {
+        if !self.shown.load(Ordering::Relaxed)
+            && self.started.elapsed() > Duration::from_millis(500)
+        {
+            self.shown.store(true, Ordering::Relaxed);
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        if self.start.swap(p.start, Ordering::Relaxed) != p.start {
+            self.bar.reset();
+        }
+        self.bar.set_length(p.max_iter as u64);
+        self.bar.set_position(p.iteration as u64);
+        self.bar.set_message(format!(
+            "start {} | grad norm {:.3e} | mean NLL {:.6}",
+            p.start + 1,
+            p.grad_norm,
+            p.neg_loglik
+        ));
+        true
+    }
+}
+
+/// Runs `work` with a progress observer (when stderr is a terminal) and clears the bar after.
+fn with_progress<T>(work: impl FnOnce(&FitControl) -> T) -> T {
+    let progress = FitProgress::new();
+    let observe = |p: &Progress| progress.as_ref().is_none_or(|bar| bar.observe(p));
+    let control = FitControl {
+        progress: progress.as_ref().map(|_| &observe as _),
+        cancel: None,
+    };
+    let out = work(&control);
+    if let Some(p) = &progress {
+        p.bar.finish_and_clear();
+    }
+    out
 }
 
 fn run_fit(args: FitArgs) -> Result<(), Failure> {
@@ -191,7 +391,7 @@ fn run_fit(args: FitArgs) -> Result<(), Failure> {
         CovarianceArg::Robust => CovarianceKind::Robust,
         CovarianceArg::Cluster => CovarianceKind::Cluster,
     };
-    let model = RewardModel::estimate(&data, &options, kind, &FitControl::default())?;
+    let model = with_progress(|control| RewardModel::estimate(&data, &options, kind, control))?;
     let r = model.report();
     if !r.converged {
         let msg = format!(
@@ -211,51 +411,192 @@ fn run_fit(args: FitArgs) -> Result<(), Failure> {
         eprintln!("hetreward: warning: not converged: {msg}");
     }
     model_file::save(&model, &args.out)?;
-    let report = json::model_report(&model);
     if let Some(path) = &args.report {
-        let text = serde_json::to_string_pretty(&report).expect("JSON of numbers") + "\n";
+        let text = pretty(&json::model_report(&model)) + "\n";
         std::fs::write(path, text).map_err(|e| Error::io(path.display().to_string(), &e))?;
     }
-    print_table(&model);
+    print_model(&model);
     Ok(())
 }
 
-fn run_inspect(path: PathBuf, as_json: bool) -> Result<(), Failure> {
-    let model = model_file::load(&path)?;
+fn run_inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
+    let model = model_file::load(path)?;
     if as_json {
+        println!("{}", pretty(&json::model_report(&model)));
+    } else {
+        print_model(&model);
+    }
+    Ok(())
+}
+
+fn run_score(model: &Path, phi: &Path, common: &CommonArgs) -> Result<(), Failure> {
+    let model = model_file::load(model)?;
+    let input = scoring::read_phi(phi, model.d1())?;
+    let rows = model.score_batch(&input.phi, common.alpha)?;
+    if common.json {
+        println!("{}", pretty(&json::score_report(common.alpha, &rows)));
+        return Ok(());
+    }
+    let level = ci_label(common.alpha);
+    println!(
+        "{:>6} {:>12} {:>12} {:>12} {:>12}",
+        "row",
+        "reward",
+        "se",
+        format!("{level}_lower"),
+        format!("{level}_upper")
+    );
+    for (i, r) in rows.iter().enumerate() {
+        println!(
+            "{i:>6} {:>12.6} {:>12.6} {:>12.6} {:>12.6}",
+            r.reward, r.se, r.lower, r.upper
+        );
+    }
+    Ok(())
+}
+
+fn run_compare(
+    model: &Path,
+    pairs: &Path,
+    method: MethodArg,
+    common: &CommonArgs,
+) -> Result<(), Failure> {
+    let model = model_file::load(model)?;
+    let input = scoring::read_pairs(pairs, model.d1())?;
+    let method = match method {
+        MethodArg::Exact => DiffMethod::Exact,
+        MethodArg::Independent => DiffMethod::Independent,
+        MethodArg::Bound => DiffMethod::Bound,
+    };
+    let d1 = input.d1;
+    let comparisons = (0..input.rows)
+        .map(|i| {
+            let row = i * d1..(i + 1) * d1;
+            select::compare(
+                &model,
+                &input.phi0[row.clone()],
+                &input.phi1[row],
+                common.alpha,
+                method,
+            )
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let tally = select::win_rate(&comparisons);
+    if common.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json::model_report(&model)).expect("JSON of numbers")
+            pretty(&json::compare_report(
+                common.alpha,
+                method,
+                &comparisons,
+                &tally
+            ))
         );
-    } else {
-        print_table(&model);
+        return Ok(());
     }
-    Ok(())
-}
-
-fn run_demo(seed: u64, n: usize) -> Result<(), Failure> {
-    use hetreward::sim::{paper_phi, paper_simulation, ActionDesign};
-    if n <= 5 {
-        return Err(Error::invalid("n", format!("need more than 5 comparisons, got {n}")).into());
-    }
-    let data = paper_simulation(n, ActionDesign::Uniform, seed);
-    println!("Paper §6.1 simulation (a0 ~ U(0,1), a1 ~ U(0,2)), n = {n}, seed = {seed}");
-    let model = RewardModel::estimate(&data, &FitOptions::default(), CovarianceKind::Expected, &FitControl::default())?;
-    print_table(&model);
-    println!("\n{:<12} {:>10} {:>10} {:>10} {:>10} {:>10}", "(s, a)", "true r", "reward", "se", "lower", "upper");
-    for (s, a) in [(0.5, 0.25), (0.5, 0.5), (1.0, 0.25), (1.0, 0.5)] {
-        let phi = paper_phi(s, a);
-        let ci = model.score(&phi, 0.05)?;
-        let truth = hetreward::model::dot(&hetreward::sim::PAPER_THETA, &phi);
+    let level = ci_label(common.alpha);
+    println!(
+        "diff = r(a0) - r(a1); {level} CI with the {} variance; win = a0 significantly better",
+        method.name()
+    );
+    println!(
+        "{:>6} {:>12} {:>12} {:>12} {:>12} {:>10} {:>8}",
+        "pair", "diff", "se", "lower", "upper", "p_value", "verdict"
+    );
+    for (i, c) in comparisons.iter().enumerate() {
         println!(
-            "({s:<4}, {a:<4}) {truth:>10.4} {:>10.4} {:>10.4} {:>10.4} {:>10.4}",
-            ci.reward, ci.se, ci.lower, ci.upper
+            "{i:>6} {:>12.6} {:>12.6} {:>12.6} {:>12.6} {:>10.4} {:>8}",
+            c.diff,
+            c.se,
+            c.lower,
+            c.upper,
+            c.p_value,
+            c.verdict.name()
+        );
+    }
+    println!(
+        "wins {}, ties {}, losses {}; win rate of a0 over a1 {:.2}%",
+        tally.wins,
+        tally.ties,
+        tally.losses,
+        100.0 * tally.win_rate
+    );
+    Ok(())
+}
+
+fn run_select(
+    model: &Path,
+    candidates: &Path,
+    policy: PolicyArg,
+    common: &CommonArgs,
+) -> Result<(), Failure> {
+    let model = model_file::load(model)?;
+    let input = scoring::read_candidates(candidates, model.d1())?;
+    let policy = match policy {
+        PolicyArg::Bon => Policy::Bon,
+        PolicyArg::Pbon => Policy::Pbon,
+    };
+    let choices = scoring::select_groups(&model, &input, common.alpha, policy)?;
+    if common.json {
+        println!(
+            "{}",
+            pretty(&json::select_report(common.alpha, policy, &choices))
+        );
+        return Ok(());
+    }
+    println!(
+        "policy {}: maximise {} - penalty; lower = {} lower bound",
+        policy.name(),
+        match policy {
+            Policy::Bon => "reward",
+            Policy::Pbon => "lower",
+        },
+        ci_label(common.alpha)
+    );
+    println!(
+        "{:>8} {:>10} {:>6} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}",
+        "group", "candidates", "index", "row", "reward", "se", "lower", "penalty", "score"
+    );
+    for g in &choices {
+        let c = &g.candidate;
+        println!(
+            "{:>8} {:>10} {:>6} {:>6} {:>11.5} {:>11.5} {:>11.5} {:>11.5} {:>11.5}",
+            g.group,
+            g.size,
+            g.index,
+            g.row,
+            c.interval.reward,
+            c.interval.se,
+            c.interval.lower,
+            c.penalty,
+            c.score
         );
     }
     Ok(())
 }
 
-fn print_table(model: &RewardModel) {
+fn run_demo(seed: u64, n: usize, threads: usize) -> Result<(), Failure> {
+    let options = DemoOptions {
+        seed,
+        n,
+        threads,
+        ..DemoOptions::default()
+    };
+    let report = with_progress(|control| demo::run(&options, control))?;
+    println!("{report}");
+    Ok(())
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).expect("JSON of numbers and strings")
+}
+
+/// "ci95" for alpha = 0.05, "ci99.5" for alpha = 0.005.
+fn ci_label(alpha: f64) -> String {
+    format!("ci{}", (1000.0 * (1.0 - alpha)).round() / 10.0)
+}
+
+fn print_model(model: &RewardModel) {
     let r = model.report();
     println!(
         "n = {}, d1 = {}, d2 = {}; solver {} ({}, {} iterations, |grad| = {:.2e}); mean NLL {:.6}; covariance {}",

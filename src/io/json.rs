@@ -1,6 +1,11 @@
-//! JSON documents whose field names are a contract (SPEC §5): the fit report / `inspect`.
+//! JSON documents whose field names are a contract (SPEC §5): the fit report / `inspect`, and
+//! the outputs of `score`, `compare` and `select`. Fields may be added; none is renamed.
+//!
+//! Non-finite numbers (none are expected) become `null`, as JSON has no NaN.
 
-use crate::fitted::RewardModel;
+use crate::fitted::{RewardInterval, RewardModel};
+use crate::io::scoring::GroupChoice;
+use crate::select::{Comparison, DiffMethod, Policy, WinRate};
 use serde_json::{json, Value};
 
 /// The REPORT.json / `inspect --json` document: n, d1, d2, theta, gamma, theta_se, gamma_se,
@@ -29,4 +34,72 @@ pub fn model_report(model: &RewardModel) -> Value {
         "tol": r.tol,
         "hetreward_version": crate::VERSION,
     })
+}
+
+/// The `score --json` document: `{"alpha", "rows": [{"reward", "se", "lower", "upper"}]}`, one
+/// row per input row, in input order.
+pub fn score_report(alpha: f64, rows: &[RewardInterval]) -> Value {
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|r| json!({"reward": r.reward, "se": r.se, "lower": r.lower, "upper": r.upper}))
+        .collect();
+    json!({"alpha": alpha, "rows": rows})
+}
+
+/// The `compare --json` document: `{"alpha", "method", "pairs": [{"diff", "se", "lower",
+/// "upper", "p_value", "verdict"}], "wins", "losses", "ties", "win_rate"}` with
+/// `diff = r(a0) - r(a1)` and verdict `"win"` when a0 is significantly better.
+pub fn compare_report(
+    alpha: f64,
+    method: DiffMethod,
+    pairs: &[Comparison],
+    tally: &WinRate,
+) -> Value {
+    let pairs: Vec<Value> = pairs
+        .iter()
+        .map(|c| {
+            json!({
+                "diff": c.diff,
+                "se": c.se,
+                "lower": c.lower,
+                "upper": c.upper,
+                "p_value": c.p_value,
+                "verdict": c.verdict.name(),
+            })
+        })
+        .collect();
+    json!({
+        "alpha": alpha,
+        "method": method.name(),
+        "pairs": pairs,
+        "wins": tally.wins,
+        "losses": tally.losses,
+        "ties": tally.ties,
+        "win_rate": tally.win_rate,
+    })
+}
+
+/// The `select --json` document: `{"alpha", "policy", "groups": [{"group", "index", "row",
+/// "reward", "se", "lower", "penalty", "score"}]}` — one entry per group in order of first
+/// appearance; `index` is 0-based within the group, `row` 0-based in the input; plus
+/// `"candidates"` (the group's size).
+pub fn select_report(alpha: f64, policy: Policy, groups: &[GroupChoice]) -> Value {
+    let groups: Vec<Value> = groups
+        .iter()
+        .map(|g| {
+            let c = &g.candidate;
+            json!({
+                "group": g.group,
+                "index": g.index,
+                "row": g.row,
+                "reward": c.interval.reward,
+                "se": c.interval.se,
+                "lower": c.interval.lower,
+                "penalty": c.penalty,
+                "score": c.score,
+                "candidates": g.size,
+            })
+        })
+        .collect();
+    json!({"alpha": alpha, "policy": policy.name(), "groups": groups})
 }

@@ -7,6 +7,7 @@ pub mod csv_table;
 pub mod json;
 pub mod model_file;
 pub mod safetensors_table;
+pub mod scoring;
 pub mod training;
 
 use crate::error::{Error, Result};

@@ -26,8 +26,9 @@ use crate::fitted::RewardModel;
 use crate::inference::CovarianceKind;
 use crate::model::Params;
 use nalgebra::DMatrix;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// First 8 bytes of every model file.
 pub const MAGIC: &[u8; 8] = b"HETRWRD\0";
@@ -96,38 +97,24 @@ pub fn to_bytes(model: &RewardModel) -> Vec<u8> {
     out
 }
 
-/// Parses a model from bytes; `name` labels errors (a path or "<buffer>").
+/// Parses a model from bytes; `name` labels errors (a path or `"<buffer>"`).
 ///
 /// Rejects, with a [`Error::Format`] naming what is wrong: a wrong magic number, another format
 /// version, a truncated or over-long buffer, a checksum mismatch, and inconsistent content.
 pub fn from_bytes(bytes: &[u8], name: &str) -> Result<RewardModel> {
     let bad = |detail: String| Error::format(name, detail);
+    if bytes.len() >= MAGIC.len() && &bytes[..MAGIC.len()] != MAGIC {
+        return Err(bad("not a hetreward model file (bad magic number)".into()));
+    }
     if bytes.len() < HEADER_LEN + 4 {
         return Err(bad(format!(
             "truncated: {} bytes is shorter than the smallest model file",
             bytes.len()
         )));
     }
-    if &bytes[..8] != MAGIC {
-        return Err(bad("not a hetreward model file (bad magic number)".into()));
-    }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
-    if version != FORMAT_VERSION {
-        return Err(bad(format!(
-            "model format version {version} is not supported (this library reads version {FORMAT_VERSION})"
-        )));
-    }
-    let len = u64::from_le_bytes(bytes[12..20].try_into().unwrap());
-    let expected_total = (HEADER_LEN as u64)
-        .checked_add(len)
-        .and_then(|v| v.checked_add(4));
-    if expected_total != Some(bytes.len() as u64) {
-        return Err(bad(format!(
-            "truncated or padded: header announces a {len}-byte payload, file has {} bytes in all",
-            bytes.len()
-        )));
-    }
-    let payload = &bytes[HEADER_LEN..HEADER_LEN + len as usize];
+    check_header(&bytes[..HEADER_LEN], bytes.len() as u64, name)?;
+    let len = bytes.len() - HEADER_LEN - 4;
+    let payload = &bytes[HEADER_LEN..HEADER_LEN + len];
     let stored = u32::from_le_bytes(bytes[bytes.len() - 4..].try_into().unwrap());
     if crc32fast::hash(payload) != stored {
         return Err(bad("checksum mismatch: the file is corrupted".into()));
@@ -221,8 +208,13 @@ impl Reader<'_> {
     }
 }
 
-/// Writes the model to `path` atomically (temporary file in the same folder, fsync, rename).
+/// Writes the model to `path` atomically: a uniquely named temporary file in the same folder is
+/// written, flushed to disk and renamed over `path` (then the folder is synced on Unix), so a
+/// crash or a concurrent writer never leaves a half-written model under the target name.
+///
+/// Errors: [`Error::Io`] naming `path` (missing folder, permissions, full disk...).
 pub fn save(model: &RewardModel, path: &Path) -> Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path.display().to_string();
     let bytes = to_bytes(model);
     let dir = path
@@ -233,15 +225,19 @@ pub fn save(model: &RewardModel, path: &Path) -> Result<()> {
         .file_name()
         .ok_or_else(|| Error::invalid("path", format!("`{name}` is not a file path")))?;
     let tmp = dir.join(format!(
-        ".{}.tmp-{}",
+        ".{}.tmp-{}-{}",
         file_name.to_string_lossy(),
-        std::process::id()
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(&bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, path)?;
+        #[cfg(unix)]
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(())
     };
     write().map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
@@ -250,8 +246,248 @@ pub fn save(model: &RewardModel, path: &Path) -> Result<()> {
 }
 
 /// Reads a model file written by [`save`].
+///
+/// The 20-byte header is read and checked first (magic, version, announced length against the
+/// file's size), so a file of another kind or version is rejected without reading it whole.
+/// Errors: [`Error::Io`] if the file cannot be read; [`Error::Format`] naming the file for
+/// everything [`from_bytes`] rejects.
 pub fn load(path: &Path) -> Result<RewardModel> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| Error::io(&name, &e))?;
+    let io = |e: std::io::Error| Error::io(&name, &e);
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let mut header = [0u8; HEADER_LEN];
+    let got = read_up_to(&mut file, &mut header).map_err(io)?;
+    if got < HEADER_LEN || size < (HEADER_LEN + 4) as u64 {
+        // Too short to hold a header: let from_bytes report exactly what is wrong.
+        return from_bytes(&header[..got], &name);
+    }
+    check_header(&header, size, &name)?;
+    let mut bytes = Vec::with_capacity(size as usize);
+    bytes.extend_from_slice(&header);
+    file.read_to_end(&mut bytes).map_err(io)?;
     from_bytes(&bytes, &name)
+}
+
+fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..])? {
+            0 => break,
+            k => got += k,
+        }
+    }
+    Ok(got)
+}
+
+/// Checks magic, version and the announced payload length against a total size of `total`
+/// bytes.
+fn check_header(header: &[u8], total: u64, name: &str) -> Result<()> {
+    let bad = |detail: String| Error::format(name, detail);
+    if &header[..8] != MAGIC {
+        return Err(bad("not a hetreward model file (bad magic number)".into()));
+    }
+    let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+    if version != FORMAT_VERSION {
+        return Err(bad(format!(
+            "model format version {version} is not supported (this library reads version \
+             {FORMAT_VERSION}); {}",
+            if version > FORMAT_VERSION {
+                "the file was written by a newer hetreward"
+            } else {
+                "the file is damaged or was not written by hetreward"
+            }
+        )));
+    }
+    let len = u64::from_le_bytes(header[12..20].try_into().expect("8 bytes"));
+    let expected_total = (HEADER_LEN as u64)
+        .checked_add(len)
+        .and_then(|v| v.checked_add(4));
+    if expected_total != Some(total) {
+        return Err(bad(format!(
+            "truncated or padded: the header announces a {len}-byte payload ({} bytes in all), \
+             the file has {total} bytes",
+            expected_total.map_or("too many".to_string(), |t| t.to_string())
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fit::{FitControl, FitOptions};
+    use crate::sim::{homogeneous, paper_simulation, ActionDesign};
+
+    fn small_model() -> RewardModel {
+        let data = paper_simulation(200, ActionDesign::Uniform, 3);
+        RewardModel::estimate(
+            &data,
+            &FitOptions::default(),
+            CovarianceKind::Expected,
+            &FitControl::default(),
+        )
+        .unwrap()
+    }
+
+    fn format_error(bytes: &[u8]) -> String {
+        match from_bytes(bytes, "m.hrm") {
+            Err(e @ Error::Format { .. }) => {
+                let msg = e.to_string();
+                assert!(msg.contains("m.hrm"), "{msg}");
+                msg
+            }
+            Err(other) => panic!("expected a format error, got {other:?}"),
+            Ok(_) => panic!("a damaged file was accepted"),
+        }
+    }
+
+    /// Re-seals a payload with a valid length and checksum (to test checks behind the CRC).
+    fn seal(version: u32, payload: &[u8]) -> Vec<u8> {
+        let mut out = MAGIC.to_vec();
+        out.extend(version.to_le_bytes());
+        out.extend((payload.len() as u64).to_le_bytes());
+        out.extend(payload);
+        out.extend(crc32fast::hash(payload).to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn round_trip_is_exact() {
+        for model in [
+            small_model(),
+            RewardModel::estimate(
+                &homogeneous(300, &[0.5, -1.0], 9),
+                &FitOptions::default(),
+                CovarianceKind::Robust,
+                &FitControl::default(),
+            )
+            .unwrap(),
+        ] {
+            let bytes = to_bytes(&model);
+            let back = from_bytes(&bytes, "<buffer>").unwrap();
+            assert_eq!(back, model);
+            assert_eq!(to_bytes(&back), bytes);
+            // Bit-exact scoring after the round trip.
+            let phi = vec![0.3; model.d1()];
+            assert_eq!(
+                back.score(&phi, 0.05).unwrap(),
+                model.score(&phi, 0.05).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn save_and_load_through_a_file() {
+        let model = small_model();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.hrm");
+        save(&model, &path).unwrap();
+        assert_eq!(load(&path).unwrap(), model);
+        // Saving over an existing model replaces it and leaves no temporary file behind.
+        save(&model, &path).unwrap();
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+        // A missing folder is an I/O error naming the path.
+        let e = save(&model, &dir.path().join("no/such/dir/m.hrm")).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }) && e.to_string().contains("m.hrm"));
+    }
+
+    #[test]
+    fn every_truncation_is_rejected() {
+        let bytes = to_bytes(&small_model());
+        for len in 0..bytes.len() {
+            let msg = format_error(&bytes[..len]);
+            assert!(msg.contains("truncated"), "length {len}: {msg}");
+        }
+        // And through a file: the header check sees the short size before reading on.
+        let dir = tempfile::tempdir().unwrap();
+        for len in [0, 7, 8, 19, 20, 23, 24, bytes.len() / 2, bytes.len() - 1] {
+            let path = dir.path().join(format!("t{len}.hrm"));
+            std::fs::write(&path, &bytes[..len]).unwrap();
+            let e = load(&path).unwrap_err();
+            assert!(e.to_string().contains("truncated"), "length {len}: {e}");
+        }
+    }
+
+    #[test]
+    fn padding_is_rejected() {
+        let mut bytes = to_bytes(&small_model());
+        bytes.push(0);
+        assert!(format_error(&bytes).contains("padded"));
+    }
+
+    #[test]
+    fn every_single_bit_flip_is_rejected() {
+        let bytes = to_bytes(&small_model());
+        for bit in 0..bytes.len() * 8 {
+            let mut damaged = bytes.clone();
+            damaged[bit / 8] ^= 1 << (bit % 8);
+            let msg = format_error(&damaged);
+            let region = match bit / 8 {
+                0..8 => "magic",
+                8..12 => "version",
+                12..20 => "payload",
+                _ => "checksum",
+            };
+            let expected = match region {
+                "magic" => "bad magic",
+                "version" => "version",
+                "payload" => "truncated or padded",
+                _ => "checksum mismatch",
+            };
+            assert!(msg.contains(expected), "bit {bit} ({region}): {msg}");
+        }
+    }
+
+    #[test]
+    fn other_versions_are_rejected_even_with_a_valid_checksum() {
+        let bytes = to_bytes(&small_model());
+        let payload = &bytes[HEADER_LEN..bytes.len() - 4];
+        let msg = format_error(&seal(FORMAT_VERSION + 1, payload));
+        assert!(
+            msg.contains("version 2 is not supported") && msg.contains("newer"),
+            "{msg}"
+        );
+        let msg = format_error(&seal(0, payload));
+        assert!(msg.contains("version 0 is not supported"), "{msg}");
+        assert_eq!(
+            from_bytes(&seal(FORMAT_VERSION, payload), "x").unwrap(),
+            from_bytes(&bytes, "x").unwrap()
+        );
+    }
+
+    #[test]
+    fn inconsistent_content_behind_a_valid_checksum_is_rejected() {
+        let bytes = to_bytes(&small_model());
+        let payload = bytes[HEADER_LEN..bytes.len() - 4].to_vec();
+        // theta[0] starts after the fixed fields: 8+4+4+4*1+3*8+4*8 = 76 bytes.
+        let mut nan_theta = payload.clone();
+        nan_theta[76..84].copy_from_slice(&f64::NAN.to_le_bytes());
+        assert!(format_error(&seal(1, &nan_theta)).contains("non-finite value NaN in `theta`"));
+        let mut big_d1 = payload.clone();
+        big_d1[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        let msg = format_error(&seal(1, &big_d1));
+        assert!(
+            msg.contains("payload size does not match") || msg.contains("overflow"),
+            "{msg}"
+        );
+        let mut zero_d1 = payload.clone();
+        zero_d1[8..12].copy_from_slice(&0u32.to_le_bytes());
+        assert!(format_error(&seal(1, &zero_d1)).contains("inconsistent content"));
+        let mut kind = payload.clone();
+        kind[16] = 9;
+        assert!(format_error(&seal(1, &kind)).contains("unknown covariance kind"));
+        let mut flag = payload;
+        flag[19] = 2;
+        assert!(format_error(&seal(1, &flag)).contains("converged flag"));
+    }
+
+    #[test]
+    fn other_files_are_not_models() {
+        let msg = format_error(b"y,psi0,z1\n1,1,0.5\n0,1,-0.25\n");
+        assert!(msg.contains("bad magic"), "{msg}");
+        let msg = format_error(b"");
+        assert!(msg.contains("truncated"), "{msg}");
+    }
 }

@@ -1,0 +1,859 @@
+//! Integration tests of the `hetreward` binary: every subcommand on files written here, a
+//! malformed file for every reader, exit codes, and the JSON field names of SPEC §5.
+//!
+//! Numbers printed by the CLI are checked against the library called directly on the same
+//! data: the CLI must only convert and report.
+
+use hetreward::fit::{FitControl, FitOptions};
+use hetreward::inference::CovarianceKind;
+use hetreward::io::model_file;
+use hetreward::select::{self, DiffMethod, Policy};
+use hetreward::sim::{paper_simulation, ActionDesign};
+use hetreward::{Dataset, RewardModel};
+use safetensors::tensor::TensorView;
+use safetensors::Dtype;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn hetreward(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_hetreward"))
+        .args(args)
+        .output()
+        .expect("run the hetreward binary");
+    Output {
+        code: out.status.code().expect("exited normally"),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// Runs and expects success; returns stdout.
+fn ok(args: &[&str]) -> String {
+    let out = hetreward(args);
+    assert_eq!(out.code, 0, "{args:?} failed: {}", out.stderr);
+    out.stdout
+}
+
+/// Runs and expects exit code `code`; returns stderr, which must name every `needles` entry.
+fn fails(args: &[&str], code: i32, needles: &[&str]) -> String {
+    let out = hetreward(args);
+    assert_eq!(
+        out.code, code,
+        "{args:?}: expected exit {code}, got {}: {}",
+        out.code, out.stderr
+    );
+    for n in needles {
+        assert!(
+            out.stderr.contains(n),
+            "{args:?}: `{n}` not in: {}",
+            out.stderr
+        );
+    }
+    assert!(out.stdout.is_empty(), "{args:?} printed: {}", out.stdout);
+    out.stderr
+}
+
+/// Equal up to rounding: the CLI and the test may reach the library through different (but
+/// equivalent) code paths, e.g. batched and single scoring.
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+}
+
+fn assert_close(a: f64, b: f64, what: &str) {
+    assert!(close(a, b), "{what}: {a} vs {b}");
+}
+
+fn assert_all_close(a: &[f64], b: &[f64], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}");
+    for (x, y) in a.iter().zip(b) {
+        assert_close(*x, *y, what);
+    }
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The paper's §6.1 data (d1 = 3, d2 = 2), and the same data as the library fits it.
+fn training() -> Dataset {
+    paper_simulation(400, ActionDesign::Uniform, 11)
+}
+
+fn library_model(data: &Dataset, kind: CovarianceKind) -> RewardModel {
+    RewardModel::estimate(data, &FitOptions::default(), kind, &FitControl::default()).unwrap()
+}
+
+/// Writes training CSV with every float in shortest round-trip form (so parsing is exact).
+fn write_training_csv(path: &Path, data: &Dataset) {
+    let (d1, d2) = (data.d1(), data.d2());
+    let mut header = vec!["y".to_string(), "psi0".to_string()];
+    header.extend((1..=d1).map(|j| format!("z{j}")));
+    header.extend((1..=d2).map(|k| format!("psi{k}")));
+    let mut text = header.join(",") + "\n";
+    for i in 0..data.n() {
+        let mut row = vec![data.y()[i].to_string(), data.psi0()[i].to_string()];
+        row.extend(data.z_row(i).iter().map(f64::to_string));
+        row.extend(data.psi_row(i).iter().map(f64::to_string));
+        text += &(row.join(",") + "\n");
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn f64_bytes(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn f32_bytes(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect()
+}
+
+fn i64_bytes(v: &[i64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Writes a safetensors file from (name, dtype, shape, bytes).
+fn write_safetensors(path: &Path, tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]) {
+    let views: Vec<(String, TensorView)> = tensors
+        .iter()
+        .map(|(name, dtype, shape, bytes)| {
+            (
+                name.to_string(),
+                TensorView::new(*dtype, shape.clone(), bytes).unwrap(),
+            )
+        })
+        .collect();
+    let bytes = safetensors::tensor::serialize(views, &None).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// A temp dir with `train.csv` and a fitted `model.hrm` (+ `report.json`).
+struct Fixture {
+    dir: tempfile::TempDir,
+    data: Dataset,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data = training();
+        write_training_csv(&dir.path().join("train.csv"), &data);
+        let f = Fixture { dir, data };
+        let out = hetreward(&[
+            "fit",
+            s(&f.path("train.csv")),
+            "--out",
+            s(&f.path("model.hrm")),
+            "--report",
+            s(&f.path("report.json")),
+        ]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        // Not a terminal: no progress bar, no warning.
+        assert!(out.stderr.is_empty(), "{}", out.stderr);
+        f
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn model(&self) -> RewardModel {
+        model_file::load(&self.path("model.hrm")).unwrap()
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+/// Three answers' features (d1 = 3), row-major.
+const PHI: [f64; 9] = [0.0625, 0.125, 0.125, 0.5, -0.25, 0.75, -1.0, 2.0, 0.5];
+
+fn phi_csv(rows: &[f64], d1: usize, prefix: &str) -> String {
+    let header: Vec<String> = (1..=d1).map(|j| format!("{prefix}{j}")).collect();
+    let mut text = header.join(",") + "\n";
+    for r in rows.chunks(d1) {
+        let cells: Vec<String> = r.iter().map(f64::to_string).collect();
+        text += &(cells.join(",") + "\n");
+    }
+    text
+}
+
+const REPORT_FIELDS: [&str; 14] = [
+    "n",
+    "d1",
+    "d2",
+    "theta",
+    "gamma",
+    "theta_se",
+    "gamma_se",
+    "covariance",
+    "solver",
+    "iterations",
+    "converged",
+    "grad_norm",
+    "neg_loglik",
+    "seconds",
+];
+
+#[test]
+fn fit_writes_the_librarys_model_and_report_and_inspect_reads_it() {
+    let f = Fixture::new();
+    let expected = library_model(&f.data, CovarianceKind::Expected);
+    let model = f.model();
+    // Same data, same library: the same estimates.
+    assert_all_close(model.theta(), expected.theta(), "theta");
+    assert_all_close(model.gamma(), expected.gamma(), "gamma");
+    assert_all_close(model.theta_se(), expected.theta_se(), "theta_se");
+    assert_all_close(model.gamma_se(), expected.gamma_se(), "gamma_se");
+
+    let report = json(&std::fs::read_to_string(f.path("report.json")).unwrap());
+    let inspect = json(&ok(&["inspect", s(&f.path("model.hrm")), "--json"]));
+    for field in REPORT_FIELDS {
+        assert!(report.get(field).is_some(), "report lacks `{field}`");
+        assert_eq!(report[field], inspect[field], "field `{field}`");
+    }
+    assert_eq!(report["n"], 400);
+    assert_eq!(report["d1"], 3);
+    assert_eq!(report["d2"], 2);
+    assert_eq!(report["covariance"], "expected");
+    assert_eq!(report["solver"], "newton");
+    assert_eq!(report["converged"], true);
+    let theta: Vec<f64> = serde_json::from_value(report["theta"].clone()).unwrap();
+    // (serde_json's default float parser may be off by one unit in the last place.)
+    assert_all_close(&theta, model.theta(), "JSON theta");
+
+    // The human table: one row per parameter with estimate, se and CI.
+    let table = ok(&["inspect", s(&f.path("model.hrm"))]);
+    assert!(table.contains("ci95_lower"), "{table}");
+    for name in ["theta[0]", "theta[2]", "gamma[1]"] {
+        assert!(table.contains(name), "{table}");
+    }
+    let se0 = format!("{:.6}", model.theta_se()[0]);
+    assert!(table.contains(&se0), "{table}");
+}
+
+#[test]
+fn fit_reads_safetensors_with_f32_features_and_integer_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = training();
+    let n = data.n();
+    let y: Vec<i64> = data.y().iter().map(|&v| v as i64).collect();
+    let cluster: Vec<i64> = (0..n as i64).map(|i| i / 4).collect();
+    let path = dir.path().join("train.safetensors");
+    write_safetensors(
+        &path,
+        &[
+            ("z", Dtype::F32, vec![n, 3], f32_bytes(data.z())),
+            ("psi0", Dtype::F64, vec![n], f64_bytes(data.psi0())),
+            ("psi", Dtype::F64, vec![n, 2], f64_bytes(data.psi())),
+            ("y", Dtype::I64, vec![n], i64_bytes(&y)),
+            ("cluster", Dtype::I64, vec![n], i64_bytes(&cluster)),
+        ],
+    );
+    let out = dir.path().join("m.hrm");
+    ok(&["fit", s(&path), "--out", s(&out), "--covariance", "cluster"]);
+    let report = json(&ok(&["inspect", s(&out), "--json"]));
+    assert_eq!(report["covariance"], "cluster");
+    assert_eq!(report["n"], n);
+    // The same data through the library (z rounded to f32 as stored).
+    let z32: Vec<f64> = data.z().iter().map(|&v| v as f32 as f64).collect();
+    let same = Dataset::new(
+        3,
+        2,
+        z32,
+        data.psi0().to_vec(),
+        data.psi().to_vec(),
+        data.y().to_vec(),
+        Some(cluster),
+    )
+    .unwrap();
+    let expected = library_model(&same, CovarianceKind::Cluster);
+    assert_all_close(
+        model_file::load(&out).unwrap().theta(),
+        expected.theta(),
+        "theta",
+    );
+}
+
+#[test]
+fn fit_rejects_malformed_training_files() {
+    let f = Fixture::new();
+    let out = f.path("never.hrm");
+    let fit = |data: &Path| {
+        vec![
+            "fit".to_string(),
+            s(data).to_string(),
+            "--out".to_string(),
+            s(&out).to_string(),
+        ]
+    };
+    let run = |data: &Path, needles: &[&str]| {
+        let args = fit(data);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails(&args, 2, needles);
+    };
+    // CSV: a non-number names the file, the column and the data row.
+    let bad = f.write("bad.csv", "y,psi0,z1,z2\n1,1,0.5,0.1\n0,1,abc,0.2\n");
+    run(&bad, &["bad.csv", "`z1`", "data row 2", "abc"]);
+    // CSV: a label that is not 0/1.
+    let bad = f.write("label.csv", "y,psi0,z1\n1,1,0.5\n2,1,0.1\n0,1,0.3\n");
+    run(&bad, &["label.csv", "y[1] = 2"]);
+    // CSV: a ragged row.
+    let bad = f.write("ragged.csv", "y,psi0,z1\n1,1,0.5\n0,1\n");
+    run(&bad, &["ragged.csv", "data row 2"]);
+    // safetensors: truncated.
+    let full = f.path("full.safetensors");
+    let n = f.data.n();
+    write_safetensors(
+        &full,
+        &[
+            ("z", Dtype::F64, vec![n, 3], f64_bytes(f.data.z())),
+            ("psi0", Dtype::F64, vec![n], f64_bytes(f.data.psi0())),
+            ("y", Dtype::F64, vec![n], f64_bytes(f.data.y())),
+        ],
+    );
+    let bytes = std::fs::read(&full).unwrap();
+    let cut = f.path("cut.safetensors");
+    std::fs::write(&cut, &bytes[..bytes.len() - 9]).unwrap();
+    run(&cut, &["cut.safetensors", "not a safetensors file"]);
+    // safetensors: a required tensor missing.
+    let no_y = f.path("no_y.safetensors");
+    write_safetensors(
+        &no_y,
+        &[("z", Dtype::F64, vec![n, 3], f64_bytes(f.data.z()))],
+    );
+    run(&no_y, &["no_y.safetensors", "missing tensor `y`"]);
+    // Unknown extension; missing file.
+    let txt = f.write("data.txt", "y,psi0,z1\n");
+    run(&txt, &["data.txt", "unknown file type"]);
+    run(&f.path("absent.csv"), &["absent.csv"]);
+    assert!(!out.exists(), "a failed fit wrote a model");
+}
+
+#[test]
+fn non_convergence_is_reported_and_require_converged_exits_3() {
+    let f = Fixture::new();
+    let (train, out, report) = (f.path("train.csv"), f.path("agd.hrm"), f.path("agd.json"));
+    let args = [
+        "fit",
+        s(&train),
+        "--out",
+        s(&out),
+        "--report",
+        s(&report),
+        "--solver",
+        "agd",
+        "--max-iter",
+        "3",
+    ];
+    let run = hetreward(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("warning: not converged"),
+        "{}",
+        run.stderr
+    );
+    let r = json(&std::fs::read_to_string(&report).unwrap());
+    assert_eq!(r["converged"], false);
+    assert_eq!(r["solver"], "agd");
+    assert_eq!(r["termination"], "max_iterations");
+
+    let strict = f.path("strict.hrm");
+    let mut args = args.to_vec();
+    args[3] = s(&strict);
+    args.push("--require-converged");
+    fails(&args, 3, &["not converged"]);
+    assert!(!strict.exists());
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let f = Fixture::new();
+    let train = f.path("train.csv");
+    let out = f.path("x.hrm");
+    fails(&["fit", s(&train)], 2, &["--out"]);
+    fails(
+        &["fit", s(&train), "--out", s(&out), "--solver", "sgd"],
+        2,
+        &["sgd"],
+    );
+    fails(
+        &["fit", s(&train), "--out", s(&out), "--theta0", "1,2"],
+        2,
+        &["theta0"],
+    );
+    fails(
+        &["fit", s(&train), "--out", s(&out), "--eta1=-1"],
+        2,
+        &["eta1"],
+    );
+    fails(&["frobnicate"], 2, &["frobnicate"]);
+    let phi = f.write("phi.csv", &phi_csv(&PHI, 3, "phi"));
+    fails(
+        &["score", s(&f.path("model.hrm")), s(&phi), "--alpha", "1.5"],
+        2,
+        &["alpha"],
+    );
+}
+
+#[test]
+fn inspect_rejects_damaged_model_files() {
+    let f = Fixture::new();
+    let bytes = std::fs::read(f.path("model.hrm")).unwrap();
+    let cut = f.path("cut.hrm");
+    std::fs::write(&cut, &bytes[..bytes.len() - 1]).unwrap();
+    fails(&["inspect", s(&cut)], 2, &["cut.hrm", "truncated"]);
+    let mut flipped = bytes.clone();
+    flipped[40] ^= 0x10;
+    let flip = f.path("flip.hrm");
+    std::fs::write(&flip, &flipped).unwrap();
+    fails(
+        &["inspect", s(&flip), "--json"],
+        2,
+        &["flip.hrm", "checksum"],
+    );
+    let mut future = bytes.clone();
+    future[8] = 2;
+    let fut = f.path("future.hrm");
+    std::fs::write(&fut, &future).unwrap();
+    fails(&["inspect", s(&fut)], 2, &["future.hrm", "version 2"]);
+    fails(
+        &["inspect", s(&f.path("train.csv"))],
+        2,
+        &["train.csv", "bad magic"],
+    );
+    fails(&["inspect", s(&f.path("nope.hrm"))], 2, &["nope.hrm"]);
+    // A damaged model is refused by every subcommand that loads one.
+    let phi = f.write("phi.csv", &phi_csv(&PHI, 3, "phi"));
+    fails(&["score", s(&flip), s(&phi)], 2, &["checksum"]);
+}
+
+#[test]
+fn score_matches_the_library_from_csv_and_safetensors() {
+    let f = Fixture::new();
+    let model = f.model();
+    let csv = f.write("phi.csv", &phi_csv(&PHI, 3, "phi"));
+    let st = f.path("phi.safetensors");
+    write_safetensors(&st, &[("phi", Dtype::F32, vec![3, 3], f32_bytes(&PHI))]);
+    let model_path = f.path("model.hrm");
+    for (path, f32_input) in [(&csv, false), (&st, true)] {
+        let doc = json(&ok(&[
+            "score",
+            s(&model_path),
+            s(path),
+            "--alpha",
+            "0.1",
+            "--json",
+        ]));
+        assert_eq!(doc["alpha"], 0.1);
+        let rows = doc["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 3);
+        for (i, row) in rows.iter().enumerate() {
+            let phi: Vec<f64> = PHI[3 * i..3 * i + 3]
+                .iter()
+                .map(|&v| if f32_input { v as f32 as f64 } else { v })
+                .collect();
+            let expected = model.score(&phi, 0.1).unwrap();
+            for (field, value) in [
+                ("reward", expected.reward),
+                ("se", expected.se),
+                ("lower", expected.lower),
+                ("upper", expected.upper),
+            ] {
+                assert_close(
+                    row[field].as_f64().unwrap(),
+                    value,
+                    &format!("row {i} {field}"),
+                );
+            }
+        }
+    }
+    let table = ok(&["score", s(&model_path), s(&csv)]);
+    assert!(
+        table.contains("ci95_lower") && table.lines().count() == 4,
+        "{table}"
+    );
+}
+
+#[test]
+fn score_rejects_malformed_phi_files() {
+    let f = Fixture::new();
+    let m = f.path("model.hrm");
+    let score = |p: &Path, needles: &[&str]| {
+        fails(&["score", s(&m), s(p)], 2, needles);
+    };
+    let wide = f.write("wide.csv", &phi_csv(&[1.0, 2.0, 3.0, 4.0], 4, "phi"));
+    score(&wide, &["wide.csv", "phi1..phi4", "needs 3"]);
+    let nan = f.write("nan.csv", "phi1,phi2,phi3\n1,2,3\n4,NaN,6\n");
+    score(&nan, &["nan.csv", "`phi2`", "data row 2"]);
+    let extra = f.write("extra.csv", "phi1,phi2,phi3,phi9\n1,2,3,4\n");
+    score(&extra, &["extra.csv", "phi1..phi9"]);
+    let empty = f.write("empty.csv", "phi1,phi2,phi3\n");
+    score(&empty, &["empty.csv", "no data rows"]);
+    let st = f.path("wrong.safetensors");
+    write_safetensors(
+        &st,
+        &[("phi", Dtype::F64, vec![2, 2], f64_bytes(&[1.0; 4]))],
+    );
+    score(&st, &["wrong.safetensors", "`phi`", "[2, 2]", "d1"]);
+    let st = f.path("int.safetensors");
+    write_safetensors(
+        &st,
+        &[("phi", Dtype::I64, vec![1, 3], i64_bytes(&[1, 2, 3]))],
+    );
+    score(&st, &["int.safetensors", "`phi`", "I64"]);
+    let st = f.path("other.safetensors");
+    write_safetensors(&st, &[("x", Dtype::F64, vec![1, 3], f64_bytes(&[1.0; 3]))]);
+    score(&st, &["other.safetensors", "missing tensor `phi`"]);
+    let junk = f.write("junk.safetensors", "definitely not safetensors");
+    score(&junk, &["junk.safetensors", "not a safetensors file"]);
+}
+
+#[test]
+fn compare_tallies_verdicts_like_the_library() {
+    let f = Fixture::new();
+    let model = f.model();
+    // Pairs: (phi_i, phi_{i+1 mod 3}) plus a pair of identical answers (a certain tie).
+    let mut phi0 = Vec::new();
+    let mut phi1 = Vec::new();
+    for i in 0..3 {
+        phi0.extend_from_slice(&PHI[3 * i..3 * i + 3]);
+        phi1.extend_from_slice(&PHI[3 * ((i + 1) % 3)..3 * ((i + 1) % 3) + 3]);
+    }
+    phi0.extend_from_slice(&PHI[..3]);
+    phi1.extend_from_slice(&PHI[..3]);
+    let mut header: Vec<String> = (1..=3).map(|j| format!("phi0_{j}")).collect();
+    header.extend((1..=3).map(|j| format!("phi1_{j}")));
+    let mut text = header.join(",") + "\n";
+    for r in 0..4 {
+        let cells: Vec<String> = phi0[3 * r..3 * r + 3]
+            .iter()
+            .chain(&phi1[3 * r..3 * r + 3])
+            .map(f64::to_string)
+            .collect();
+        text += &(cells.join(",") + "\n");
+    }
+    let csv = f.write("pairs.csv", &text);
+    let st = f.path("pairs.safetensors");
+    write_safetensors(
+        &st,
+        &[
+            ("phi0", Dtype::F64, vec![4, 3], f64_bytes(&phi0)),
+            ("phi1", Dtype::F64, vec![4, 3], f64_bytes(&phi1)),
+        ],
+    );
+    let m = f.path("model.hrm");
+    for path in [&csv, &st] {
+        for method in [
+            DiffMethod::Exact,
+            DiffMethod::Independent,
+            DiffMethod::Bound,
+        ] {
+            let doc = json(&ok(&[
+                "compare",
+                s(&m),
+                s(path),
+                "--method",
+                method.name(),
+                "--json",
+            ]));
+            assert_eq!(doc["alpha"], 0.05);
+            assert_eq!(doc["method"], method.name());
+            let pairs = doc["pairs"].as_array().unwrap();
+            assert_eq!(pairs.len(), 4);
+            let mut expected = Vec::new();
+            for (r, p) in pairs.iter().enumerate() {
+                let c = select::compare(
+                    &model,
+                    &phi0[3 * r..3 * r + 3],
+                    &phi1[3 * r..3 * r + 3],
+                    0.05,
+                    method,
+                )
+                .unwrap();
+                for (field, v) in [
+                    ("diff", c.diff),
+                    ("se", c.se),
+                    ("lower", c.lower),
+                    ("upper", c.upper),
+                    ("p_value", c.p_value),
+                ] {
+                    assert_close(p[field].as_f64().unwrap(), v, &format!("pair {r} {field}"));
+                }
+                assert_eq!(p["verdict"], c.verdict.name());
+                expected.push(c);
+            }
+            assert_eq!(pairs[3]["verdict"], "tie");
+            assert_eq!(pairs[3]["diff"], 0.0);
+            let tally = select::win_rate(&expected);
+            assert_eq!(doc["wins"], tally.wins);
+            assert_eq!(doc["losses"], tally.losses);
+            assert_eq!(doc["ties"], tally.ties);
+            assert_close(
+                doc["win_rate"].as_f64().unwrap(),
+                tally.win_rate,
+                "win_rate",
+            );
+            assert_eq!(tally.wins + tally.losses + tally.ties, 4);
+        }
+    }
+    let table = ok(&["compare", s(&m), s(&csv)]);
+    assert!(table.contains("win rate of a0 over a1"), "{table}");
+}
+
+#[test]
+fn compare_rejects_malformed_pairs_files() {
+    let f = Fixture::new();
+    let m = f.path("model.hrm");
+    let bad = f.write(
+        "half.csv",
+        "phi0_1,phi0_2,phi0_3,phi1_1,phi1_3\n1,2,3,4,5\n",
+    );
+    fails(
+        &["compare", s(&m), s(&bad)],
+        2,
+        &["half.csv", "missing column `phi1_2`"],
+    );
+    let bad = f.write("phi.csv", &phi_csv(&PHI, 3, "phi"));
+    fails(
+        &["compare", s(&m), s(&bad)],
+        2,
+        &["phi.csv", "unexpected column `phi1`"],
+    );
+    let st = f.path("rows.safetensors");
+    write_safetensors(
+        &st,
+        &[
+            ("phi0", Dtype::F64, vec![2, 3], f64_bytes(&PHI[..6])),
+            ("phi1", Dtype::F64, vec![3, 3], f64_bytes(&PHI)),
+        ],
+    );
+    fails(
+        &["compare", s(&m), s(&st)],
+        2,
+        &["rows.safetensors", "`phi1`", "[3, 3]", "[2, 3]"],
+    );
+    fails(
+        &["compare", s(&m), s(&st), "--method", "guess"],
+        2,
+        &["guess"],
+    );
+}
+
+#[test]
+fn select_picks_per_group_like_the_library() {
+    let f = Fixture::new();
+    let model = f.model();
+    // Two groups, interleaved on purpose; group 7 has 3 candidates, group -2 has 2.
+    let groups = [7i64, -2, 7, -2, 7];
+    let phi: Vec<f64> = vec![
+        0.5, 0.5, 0.5, // 7
+        0.1, 0.0, 0.0, // -2
+        3.0, -3.0, 3.0, // 7: extreme, large se
+        0.0, 0.2, 0.1, // -2
+        0.4, 0.6, 0.2, // 7
+    ];
+    let penalty = [0.0, 0.05, 0.3, 0.0, 0.01];
+    let mut text = "group,penalty,phi1,phi2,phi3\n".to_string();
+    for r in 0..5 {
+        text += &format!(
+            "{},{},{},{},{}\n",
+            groups[r],
+            penalty[r],
+            phi[3 * r],
+            phi[3 * r + 1],
+            phi[3 * r + 2]
+        );
+    }
+    let csv = f.write("cands.csv", &text);
+    let st = f.path("cands.safetensors");
+    write_safetensors(
+        &st,
+        &[
+            ("phi", Dtype::F32, vec![5, 3], f32_bytes(&phi)),
+            ("group", Dtype::I64, vec![5], i64_bytes(&groups)),
+            ("penalty", Dtype::F64, vec![5], f64_bytes(&penalty)),
+        ],
+    );
+    let m = f.path("model.hrm");
+    for (path, f32_input) in [(&csv, false), (&st, true)] {
+        for policy in [Policy::Bon, Policy::Pbon] {
+            let doc = json(&ok(&[
+                "select",
+                s(&m),
+                s(path),
+                "--policy",
+                policy.name(),
+                "--json",
+            ]));
+            assert_eq!(doc["policy"], policy.name());
+            assert_eq!(doc["alpha"], 0.05);
+            let out = doc["groups"].as_array().unwrap();
+            assert_eq!(out.len(), 2);
+            for (g, (id, rows)) in out.iter().zip([(7i64, vec![0, 2, 4]), (-2, vec![1, 3])]) {
+                let mut feats = Vec::new();
+                for &r in &rows {
+                    feats.extend(phi[3 * r..3 * r + 3].iter().map(|&v| {
+                        if f32_input {
+                            v as f32 as f64
+                        } else {
+                            v
+                        }
+                    }));
+                }
+                let pens: Vec<f64> = rows.iter().map(|&r| penalty[r]).collect();
+                let sel = select::select(&model, &feats, Some(&pens), 0.05, policy).unwrap();
+                let c = sel.candidates[sel.index];
+                assert_eq!(g["group"], id);
+                assert_eq!(g["index"], sel.index);
+                assert_eq!(g["row"], rows[sel.index]);
+                for (field, v) in [
+                    ("reward", c.interval.reward),
+                    ("se", c.interval.se),
+                    ("lower", c.interval.lower),
+                    ("penalty", c.penalty),
+                    ("score", c.score),
+                ] {
+                    assert_close(
+                        g[field].as_f64().unwrap(),
+                        v,
+                        &format!("group {id} {field}"),
+                    );
+                }
+            }
+        }
+    }
+    // The extreme candidate (row 2) has by far the largest se: pBoN must not prefer it to BoN.
+    let bon = json(&ok(&[
+        "select",
+        s(&m),
+        s(&csv),
+        "--policy",
+        "bon",
+        "--json",
+    ]));
+    let pbon = json(&ok(&["select", s(&m), s(&csv), "--json"])); // pbon is the default
+    assert_eq!(pbon["policy"], "pbon");
+    assert!(pbon["groups"][0]["se"].as_f64() <= bon["groups"][0]["se"].as_f64());
+    let table = ok(&["select", s(&m), s(&csv)]);
+    assert!(
+        table.contains("policy pbon") && table.lines().count() == 4,
+        "{table}"
+    );
+}
+
+#[test]
+fn select_rejects_malformed_candidate_files() {
+    let f = Fixture::new();
+    let m = f.path("model.hrm");
+    let bad = f.write("frac.csv", "group,phi1,phi2,phi3\n1,1,2,3\n2.5,1,2,3\n");
+    fails(
+        &["select", s(&m), s(&bad)],
+        2,
+        &["frac.csv", "column `group`, data row 2", "2.5"],
+    );
+    let bad = f.write("nogroup.csv", &phi_csv(&PHI, 3, "phi"));
+    fails(
+        &["select", s(&m), s(&bad)],
+        2,
+        &["nogroup.csv", "missing column `group`"],
+    );
+    let st = f.path("pen.safetensors");
+    write_safetensors(
+        &st,
+        &[
+            ("phi", Dtype::F64, vec![3, 3], f64_bytes(&PHI)),
+            ("group", Dtype::I64, vec![3], i64_bytes(&[1, 1, 2])),
+            ("penalty", Dtype::F64, vec![2], f64_bytes(&[0.0, 1.0])),
+        ],
+    );
+    fails(
+        &["select", s(&m), s(&st)],
+        2,
+        &["pen.safetensors", "`penalty`", "[2]"],
+    );
+    let st = f.path("group.safetensors");
+    write_safetensors(
+        &st,
+        &[
+            ("phi", Dtype::F64, vec![3, 3], f64_bytes(&PHI)),
+            ("group", Dtype::F64, vec![3], f64_bytes(&[1.0, 0.5, 1.0])),
+        ],
+    );
+    fails(
+        &["select", s(&m), s(&st)],
+        2,
+        &["group.safetensors", "tensor `group`, row 1", "0.5"],
+    );
+    fails(
+        &["select", s(&m), s(&st), "--policy", "worst"],
+        2,
+        &["worst"],
+    );
+}
+
+#[test]
+fn demo_runs_reproducibly_and_prints_the_three_reports() {
+    let a = ok(&["demo", "--n", "3000", "--seed", "3"]);
+    for needle in [
+        "seed 3",
+        "n = 3000",
+        "(a) Rationality",
+        "troll farm",
+        "adversarial",
+        "(b) llm-A vs llm-B",
+        "win rate of llm-A over llm-B",
+        "(c) Gold reward",
+        "pBoN_KL",
+        "BoN_L",
+    ] {
+        assert!(a.contains(needle), "`{needle}` not in:\n{a}");
+    }
+    for n in [20, 40, 60, 80, 128] {
+        assert!(a.contains(&format!("\n{n:>5} |")), "no N = {n} row:\n{a}");
+    }
+    // Same seed, same numbers (timings aside); another seed, other numbers.
+    let strip = |t: &str| -> String {
+        t.lines()
+            .filter(|l| !l.starts_with("Fit:") && !l.starts_with("Time:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let b = ok(&["demo", "--n", "3000", "--seed", "3", "--threads", "1"]);
+    assert_eq!(strip(&a), strip(&b));
+    let c = ok(&["demo", "--n", "3000", "--seed", "4"]);
+    assert_ne!(strip(&a), strip(&c));
+    fails(&["demo", "--n", "10"], 2, &["`n`"]);
+}
+
+#[test]
+fn help_shows_an_example_for_every_subcommand() {
+    let top = ok(&["--help"]);
+    for sub in ["fit", "inspect", "score", "compare", "select", "demo"] {
+        assert!(
+            top.contains(&format!("hetreward {sub} ")),
+            "top help lacks {sub}"
+        );
+        let help = ok(&[sub, "--help"]);
+        assert!(
+            help.contains("Example:") && help.contains(&format!("hetreward {sub}")),
+            "{sub} --help has no example:\n{help}"
+        );
+    }
+    assert!(top.contains("Exit codes"));
+    let version = ok(&["--version"]);
+    assert!(version.contains(hetreward::VERSION));
+}
