@@ -63,7 +63,7 @@ pub enum Error {
     },
     /// A file was read but its content is not in the expected format.
     Format {
-        /// Path (or "<buffer>") of the input.
+        /// Path (or `"<buffer>"`) of the input.
         path: String,
         /// What is wrong: tensor or column, row, version, checksum...
         detail: String,

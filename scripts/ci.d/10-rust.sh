@@ -5,3 +5,5 @@ set -euo pipefail
 cargo fmt --all -- --check
 cargo clippy --all-targets --release -- -D warnings
 cargo test --release
+# Documentation builds without broken links or malformed HTML.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet

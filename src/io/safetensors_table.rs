@@ -79,7 +79,7 @@ impl SafetensorsFile {
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(Error::format(
                 &self.path,
-                format!("tensor `{name}`: non-finite value at flat index {i}"),
+                format!("tensor `{name}`: non-finite value at {}", position(view.shape(), i)),
             ));
         }
         Ok(Tensor {
@@ -91,6 +91,15 @@ impl SafetensorsFile {
     /// The file's path, for messages.
     pub fn path(&self) -> &str {
         &self.path
+    }
+}
+
+/// "row R, column C" (rank 2), "row R" (rank 1) or "flat index I" of a flat index in `shape`.
+fn position(shape: &[usize], flat: usize) -> String {
+    match shape {
+        [_] => format!("row {flat}"),
+        [_, cols] if *cols > 0 => format!("row {}, column {}", flat / cols, flat % cols),
+        _ => format!("flat index {flat}"),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Training data from files (SPEC §6).
 //!
-//! * `.safetensors`: `z` [n,d1] (or `phi0`, `phi1` [n,d1], then `z = phi1 - phi0`), `psi0` [n],
-//!   `psi` [n,d2] (absent when d2 = 0), `y` [n], optional `cluster` [n]; F32 or F64, and `y`,
+//! * `.safetensors`: `z [n, d1]` (or `phi0`, `phi1 [n, d1]`, then `z = phi1 - phi0`), `psi0 [n]`,
+//!   `psi [n, d2]` (absent when d2 = 0), `y [n]`, optional `cluster [n]`; F32 or F64, and `y`,
 //!   `cluster` may also be integer dtypes.
 //! * `.csv` with a header: optional `cluster`, then `y`, `psi0`, `z1..z{d1}`, `psi1..psi{d2}`.
 
