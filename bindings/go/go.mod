@@ -1,0 +1,3 @@
+module github.com/hetreward/hetreward/bindings/go
+
+go 1.19

@@ -1,0 +1,765 @@
+"""
+    Hetreward
+
+Julia binding of hetreward (include/hetreward.h): fit a reward model from pairwise
+comparisons by annotators of differing rationality, then score answers with standard errors
+and confidence intervals, compare answers (win / tie / loss) and pick the best of N,
+optionally pessimistically (pBoN). No math is done in Julia.
+
+Feature matrices are column-major `Matrix{Float32}` of size (d1, m): column i is answer i's
+embedding, which is exactly the C API's row-major m x d1 layout, so they are passed without
+copying. Handles (`Dataset`, `Fitter`, `Model`) are freed by `close` or by their finalizers.
+Failures throw [`HetrewardError`](@ref), which carries the C status code.
+
+The library is found as `libhetreward` through the system loader (`LD_LIBRARY_PATH`), or at
+the path in `ENV["HETREWARD_LIB"]` read when the package is precompiled.
+"""
+module Hetreward
+
+export Dataset, Fitter, Model, HetrewardError, Reward, Comparison, Candidate
+
+# =================================================================================================
+# The C API, one to one (checked against include/hetreward.h by ../../check_wrapper.py: every
+# function, argument count and C type; every struct field; every constant).
+# =================================================================================================
+
+"""Name or path of the shared library (set `HETREWARD_LIB` before precompiling to change it)."""
+const libhetreward = get(ENV, "HETREWARD_LIB", "libhetreward")
+
+const hetreward_status = UInt32
+const hetreward_solver = UInt32
+const hetreward_covariance = UInt32
+const hetreward_init = UInt32
+const hetreward_termination = UInt32
+const hetreward_diff_method = UInt32
+const hetreward_verdict = UInt32
+const hetreward_policy = UInt32
+const hetreward_progress_callback = Ptr{Cvoid}
+
+const HETREWARD_VERSION_MAJOR = 0
+const HETREWARD_VERSION_MINOR = 1
+const HETREWARD_VERSION_PATCH = 0
+
+const HETREWARD_OK = hetreward_status(0)
+const HETREWARD_NULL_POINTER = hetreward_status(1)
+const HETREWARD_INVALID_ARGUMENT = hetreward_status(2)
+const HETREWARD_DIMENSION_MISMATCH = hetreward_status(3)
+const HETREWARD_NON_FINITE = hetreward_status(4)
+const HETREWARD_SINGULAR_INFORMATION = hetreward_status(5)
+const HETREWARD_NOT_CONVERGED = hetreward_status(6)
+const HETREWARD_IO = hetreward_status(7)
+const HETREWARD_BAD_FORMAT = hetreward_status(8)
+const HETREWARD_CANCELLED = hetreward_status(9)
+const HETREWARD_INTERNAL = hetreward_status(10)
+
+const HETREWARD_SOLVER_NEWTON = hetreward_solver(0)
+const HETREWARD_SOLVER_AGD = hetreward_solver(1)
+const HETREWARD_INIT_DEFAULT = hetreward_init(0)
+const HETREWARD_INIT_RANDOM = hetreward_init(1)
+const HETREWARD_INIT_EXPLICIT = hetreward_init(2)
+const HETREWARD_COVARIANCE_EXPECTED = hetreward_covariance(0)
+const HETREWARD_COVARIANCE_OBSERVED = hetreward_covariance(1)
+const HETREWARD_COVARIANCE_ROBUST = hetreward_covariance(2)
+const HETREWARD_COVARIANCE_CLUSTER = hetreward_covariance(3)
+const HETREWARD_TERMINATION_CONVERGED = hetreward_termination(0)
+const HETREWARD_TERMINATION_MAX_ITERATIONS = hetreward_termination(1)
+const HETREWARD_TERMINATION_STALLED = hetreward_termination(2)
+const HETREWARD_TERMINATION_DIVERGED = hetreward_termination(3)
+const HETREWARD_DIFF_EXACT = hetreward_diff_method(0)
+const HETREWARD_DIFF_INDEPENDENT = hetreward_diff_method(1)
+const HETREWARD_DIFF_BOUND = hetreward_diff_method(2)
+const HETREWARD_VERDICT_TIE = hetreward_verdict(0)
+const HETREWARD_VERDICT_WIN = hetreward_verdict(1)
+const HETREWARD_VERDICT_LOSS = hetreward_verdict(2)
+const HETREWARD_POLICY_BON = hetreward_policy(0)
+const HETREWARD_POLICY_PBON = hetreward_policy(1)
+
+# Opaque handles (only ever behind a Ptr).
+mutable struct hetreward_dataset end
+mutable struct hetreward_fitter end
+mutable struct hetreward_model end
+
+struct hetreward_progress
+    start::Csize_t
+    iteration::Csize_t
+    max_iter::Csize_t
+    neg_loglik::Cdouble
+    grad_norm::Cdouble
+end
+
+struct hetreward_fit_params
+    struct_size::Csize_t
+    solver::hetreward_solver
+    covariance::hetreward_covariance
+    eta1::Cdouble
+    eta2::Cdouble
+    max_iter::UInt64
+    tol::Cdouble
+    seed::UInt64
+    init::hetreward_init
+    restarts::UInt32
+    theta0::Ptr{Cdouble}
+    theta0_len::Csize_t
+    gamma0::Ptr{Cdouble}
+    gamma0_len::Csize_t
+    threads::UInt32
+    require_converged::Bool
+    progress::hetreward_progress_callback
+    progress_user_data::Ptr{Cvoid}
+end
+
+struct hetreward_fit_report
+    solver::hetreward_solver
+    covariance::hetreward_covariance
+    termination::hetreward_termination
+    converged::Bool
+    iterations::Csize_t
+    total_iterations::Csize_t
+    starts::Csize_t
+    grad_norm::Cdouble
+    neg_loglik::Cdouble
+    seconds::Cdouble
+    tol::Cdouble
+end
+
+"""A reward r = theta . phi with its standard error and (1 - alpha) CI [lower, upper]."""
+struct hetreward_reward
+    reward::Cdouble
+    se::Cdouble
+    lower::Cdouble
+    upper::Cdouble
+end
+
+"""D = r(a0) - r(a1) with its SE, CI, two-sided p-value and verdict (see `verdict`)."""
+struct hetreward_comparison
+    diff::Cdouble
+    se::Cdouble
+    lower::Cdouble
+    upper::Cdouble
+    p_value::Cdouble
+    verdict::hetreward_verdict
+end
+
+"""One candidate's reward figures, the caller's penalty and the policy's score."""
+struct hetreward_candidate
+    reward::hetreward_reward
+    penalty::Cdouble
+    score::Cdouble
+end
+
+hetreward_last_error_message() =
+    @ccall libhetreward.hetreward_last_error_message()::Cstring
+
+hetreward_status_name(status) =
+    @ccall libhetreward.hetreward_status_name(status::UInt32)::Cstring
+
+hetreward_version() =
+    @ccall libhetreward.hetreward_version()::Cstring
+
+hetreward_dataset_new(n, d1, d2, z, psi0, psi, y, cluster, out_dataset) =
+    @ccall libhetreward.hetreward_dataset_new(n::Csize_t, d1::Csize_t, d2::Csize_t,
+        z::Ptr{Cdouble}, psi0::Ptr{Cdouble}, psi::Ptr{Cdouble}, y::Ptr{Cdouble},
+        cluster::Ptr{Int64}, out_dataset::Ptr{Ptr{hetreward_dataset}})::hetreward_status
+
+hetreward_dataset_new_f32(n, d1, d2, z, psi0, psi, y, cluster, out_dataset) =
+    @ccall libhetreward.hetreward_dataset_new_f32(n::Csize_t, d1::Csize_t, d2::Csize_t,
+        z::Ptr{Cfloat}, psi0::Ptr{Cfloat}, psi::Ptr{Cfloat}, y::Ptr{Cfloat},
+        cluster::Ptr{Int64}, out_dataset::Ptr{Ptr{hetreward_dataset}})::hetreward_status
+
+hetreward_dataset_from_pairs(n, d1, d2, phi0, phi1, psi0, psi, y, cluster, out_dataset) =
+    @ccall libhetreward.hetreward_dataset_from_pairs(n::Csize_t, d1::Csize_t, d2::Csize_t,
+        phi0::Ptr{Cdouble}, phi1::Ptr{Cdouble}, psi0::Ptr{Cdouble}, psi::Ptr{Cdouble},
+        y::Ptr{Cdouble}, cluster::Ptr{Int64},
+        out_dataset::Ptr{Ptr{hetreward_dataset}})::hetreward_status
+
+hetreward_dataset_from_pairs_f32(n, d1, d2, phi0, phi1, psi0, psi, y, cluster, out_dataset) =
+    @ccall libhetreward.hetreward_dataset_from_pairs_f32(n::Csize_t, d1::Csize_t, d2::Csize_t,
+        phi0::Ptr{Cfloat}, phi1::Ptr{Cfloat}, psi0::Ptr{Cfloat}, psi::Ptr{Cfloat},
+        y::Ptr{Cfloat}, cluster::Ptr{Int64},
+        out_dataset::Ptr{Ptr{hetreward_dataset}})::hetreward_status
+
+hetreward_dataset_load(path, out_dataset) =
+    @ccall libhetreward.hetreward_dataset_load(path::Cstring,
+        out_dataset::Ptr{Ptr{hetreward_dataset}})::hetreward_status
+
+hetreward_dataset_n(dataset) =
+    @ccall libhetreward.hetreward_dataset_n(dataset::Ptr{hetreward_dataset})::Csize_t
+
+hetreward_dataset_d1(dataset) =
+    @ccall libhetreward.hetreward_dataset_d1(dataset::Ptr{hetreward_dataset})::Csize_t
+
+hetreward_dataset_d2(dataset) =
+    @ccall libhetreward.hetreward_dataset_d2(dataset::Ptr{hetreward_dataset})::Csize_t
+
+hetreward_dataset_free(dataset) =
+    @ccall libhetreward.hetreward_dataset_free(dataset::Ptr{hetreward_dataset})::Cvoid
+
+hetreward_fit_default_params() =
+    @ccall libhetreward.hetreward_fit_default_params()::hetreward_fit_params
+
+hetreward_fitter_new(params, out_fitter) =
+    @ccall libhetreward.hetreward_fitter_new(params::Ptr{hetreward_fit_params},
+        out_fitter::Ptr{Ptr{hetreward_fitter}})::hetreward_status
+
+hetreward_fitter_fit(fitter, dataset, out_model) =
+    @ccall libhetreward.hetreward_fitter_fit(fitter::Ptr{hetreward_fitter},
+        dataset::Ptr{hetreward_dataset}, out_model::Ptr{Ptr{hetreward_model}})::hetreward_status
+
+hetreward_fitter_cancel(fitter) =
+    @ccall libhetreward.hetreward_fitter_cancel(fitter::Ptr{hetreward_fitter})::Cvoid
+
+hetreward_fitter_free(fitter) =
+    @ccall libhetreward.hetreward_fitter_free(fitter::Ptr{hetreward_fitter})::Cvoid
+
+hetreward_model_n(model) =
+    @ccall libhetreward.hetreward_model_n(model::Ptr{hetreward_model})::Csize_t
+
+hetreward_model_d1(model) =
+    @ccall libhetreward.hetreward_model_d1(model::Ptr{hetreward_model})::Csize_t
+
+hetreward_model_d2(model) =
+    @ccall libhetreward.hetreward_model_d2(model::Ptr{hetreward_model})::Csize_t
+
+hetreward_model_theta(model, out_values, len) =
+    @ccall libhetreward.hetreward_model_theta(model::Ptr{hetreward_model},
+        out_values::Ptr{Cdouble}, len::Csize_t)::hetreward_status
+
+hetreward_model_gamma(model, out_values, len) =
+    @ccall libhetreward.hetreward_model_gamma(model::Ptr{hetreward_model},
+        out_values::Ptr{Cdouble}, len::Csize_t)::hetreward_status
+
+hetreward_model_theta_se(model, out_values, len) =
+    @ccall libhetreward.hetreward_model_theta_se(model::Ptr{hetreward_model},
+        out_values::Ptr{Cdouble}, len::Csize_t)::hetreward_status
+
+hetreward_model_gamma_se(model, out_values, len) =
+    @ccall libhetreward.hetreward_model_gamma_se(model::Ptr{hetreward_model},
+        out_values::Ptr{Cdouble}, len::Csize_t)::hetreward_status
+
+hetreward_model_report(model, out_report) =
+    @ccall libhetreward.hetreward_model_report(model::Ptr{hetreward_model},
+        out_report::Ptr{hetreward_fit_report})::hetreward_status
+
+hetreward_model_score(model, phi, m, d1, alpha, out_rewards) =
+    @ccall libhetreward.hetreward_model_score(model::Ptr{hetreward_model}, phi::Ptr{Cfloat},
+        m::Csize_t, d1::Csize_t, alpha::Cdouble,
+        out_rewards::Ptr{hetreward_reward})::hetreward_status
+
+hetreward_model_compare(model, phi0, phi1, m, d1, alpha, method, out_comparisons) =
+    @ccall libhetreward.hetreward_model_compare(model::Ptr{hetreward_model},
+        phi0::Ptr{Cfloat}, phi1::Ptr{Cfloat}, m::Csize_t, d1::Csize_t, alpha::Cdouble,
+        method::hetreward_diff_method,
+        out_comparisons::Ptr{hetreward_comparison})::hetreward_status
+
+hetreward_model_select(model, phi, n_candidates, d1, penalty, alpha, policy, out_index,
+                       out_candidates) =
+    @ccall libhetreward.hetreward_model_select(model::Ptr{hetreward_model}, phi::Ptr{Cfloat},
+        n_candidates::Csize_t, d1::Csize_t, penalty::Ptr{Cdouble}, alpha::Cdouble,
+        policy::hetreward_policy, out_index::Ptr{Csize_t},
+        out_candidates::Ptr{hetreward_candidate})::hetreward_status
+
+hetreward_model_rationality(model, psi0, psi, d2, out_sigma, out_se) =
+    @ccall libhetreward.hetreward_model_rationality(model::Ptr{hetreward_model}, psi0::Cdouble,
+        psi::Ptr{Cdouble}, d2::Csize_t, out_sigma::Ptr{Cdouble},
+        out_se::Ptr{Cdouble})::hetreward_status
+
+hetreward_model_save(model, path) =
+    @ccall libhetreward.hetreward_model_save(model::Ptr{hetreward_model},
+        path::Cstring)::hetreward_status
+
+hetreward_model_load(path, out_model) =
+    @ccall libhetreward.hetreward_model_load(path::Cstring,
+        out_model::Ptr{Ptr{hetreward_model}})::hetreward_status
+
+hetreward_model_save_buffer(model, buf, buf_len, out_len) =
+    @ccall libhetreward.hetreward_model_save_buffer(model::Ptr{hetreward_model},
+        buf::Ptr{UInt8}, buf_len::Csize_t, out_len::Ptr{Csize_t})::hetreward_status
+
+hetreward_model_load_buffer(buf, len, out_model) =
+    @ccall libhetreward.hetreward_model_load_buffer(buf::Ptr{UInt8}, len::Csize_t,
+        out_model::Ptr{Ptr{hetreward_model}})::hetreward_status
+
+hetreward_model_free(model) =
+    @ccall libhetreward.hetreward_model_free(model::Ptr{hetreward_model})::Cvoid
+
+# =================================================================================================
+# The Julia API
+# =================================================================================================
+
+const Reward = hetreward_reward
+const Comparison = hetreward_comparison
+const Candidate = hetreward_candidate
+
+"""
+    HetrewardError(status, name, message)
+
+A failed hetreward call: `status` is the C `hetreward_status` code (e.g. 4), `name` its C name
+(`"HETREWARD_NON_FINITE"`), `message` the library's explanation (it names the offending
+argument and index).
+"""
+struct HetrewardError <: Exception
+    status::UInt32
+    name::String
+    message::String
+end
+
+function Base.showerror(io::IO, e::HetrewardError)
+    print(io, "HetrewardError: ", e.name, " (", Int(e.status), ")")
+    isempty(e.message) || print(io, ": ", e.message)
+end
+
+# Throws the HetrewardError of a failed call. The message is per thread: it is read right
+# after the call, with no yield point in between, so on the thread that made the call.
+function check(status::hetreward_status)
+    status == HETREWARD_OK && return nothing
+    message = unsafe_string(hetreward_last_error_message())
+    throw(HetrewardError(status, unsafe_string(hetreward_status_name(status)), message))
+end
+
+"""The loaded library's version, "MAJOR.MINOR.PATCH"."""
+version() = unsafe_string(hetreward_version())
+
+function __init__()
+    v = version()
+    parts = split(v, ".")
+    if (parse(Int, parts[1]), parse(Int, parts[2])) !=
+       (HETREWARD_VERSION_MAJOR, HETREWARD_VERSION_MINOR)
+        error("Hetreward.jl wraps hetreward $(HETREWARD_VERSION_MAJOR).$(HETREWARD_VERSION_MINOR).x, " *
+              "but $(libhetreward) is version $v")
+    end
+    if hetreward_fit_default_params().struct_size != sizeof(hetreward_fit_params)
+        error("hetreward_fit_params has a different layout in $(libhetreward)")
+    end
+    return nothing
+end
+
+nullptr(::Type{T}, x) where {T} = x === nothing ? Ptr{T}(C_NULL) : pointer(x)
+
+function live(h)
+    h.ptr == C_NULL && throw(ArgumentError("use of a closed $(nameof(typeof(h)))"))
+    return h.ptr
+end
+
+function lookup(table, key, what)
+    haskey(table, key) || throw(ArgumentError("$what must be one of $(sort!(collect(keys(table)))), got $(repr(key))"))
+    return table[key]
+end
+
+const SOLVERS = Dict(:newton => HETREWARD_SOLVER_NEWTON, :agd => HETREWARD_SOLVER_AGD)
+const COVARIANCES = Dict(:expected => HETREWARD_COVARIANCE_EXPECTED,
+                         :observed => HETREWARD_COVARIANCE_OBSERVED,
+                         :robust => HETREWARD_COVARIANCE_ROBUST,
+                         :cluster => HETREWARD_COVARIANCE_CLUSTER)
+const INITS = Dict(:default => HETREWARD_INIT_DEFAULT, :random => HETREWARD_INIT_RANDOM,
+                   :explicit => HETREWARD_INIT_EXPLICIT)
+const METHODS = Dict(:exact => HETREWARD_DIFF_EXACT, :independent => HETREWARD_DIFF_INDEPENDENT,
+                     :bound => HETREWARD_DIFF_BOUND)
+const POLICIES = Dict(:bon => HETREWARD_POLICY_BON, :pbon => HETREWARD_POLICY_PBON)
+const TERMINATIONS = Dict(HETREWARD_TERMINATION_CONVERGED => :converged,
+                          HETREWARD_TERMINATION_MAX_ITERATIONS => :max_iterations,
+                          HETREWARD_TERMINATION_STALLED => :stalled,
+                          HETREWARD_TERMINATION_DIVERGED => :diverged)
+name_of(table, code) = first(k for (k, v) in table if v == code)
+
+# ---------------------------------------------------------------------------------- Dataset
+
+"""
+    Dataset(z, psi0, psi, y; cluster=nothing)
+
+A validated training set of n comparisons, copied into the library. `z` is a
+`Matrix{T}` of size (d1, n): column i is phi(a1_i) - phi(a0_i). `psi0` and `y` are
+`Vector{T}` of length n (`y[i]` is 1 if the annotator preferred a1, else 0); `psi` is a
+`Matrix{T}` of size (d2, n) of annotator covariates, or `nothing` when d2 = 0; `cluster`
+optionally a `Vector{Int64}` of annotator ids (for `covariance = :cluster`). `T` is `Float64`
+or `Float32` for all of them. Immutable: any number of threads may fit with it.
+"""
+mutable struct Dataset
+    ptr::Ptr{hetreward_dataset}
+    function Dataset(ptr::Ptr{hetreward_dataset})
+        return finalizer(close, new(ptr))
+    end
+end
+
+function Base.close(d::Dataset)
+    if d.ptr != C_NULL
+        hetreward_dataset_free(d.ptr)
+        d.ptr = C_NULL
+    end
+    return nothing
+end
+Base.isopen(d::Dataset) = d.ptr != C_NULL
+
+function check_columns(n, d1, d2, names, mats, psi0, psi, y, cluster)
+    for (name, a) in zip(names, mats)
+        size(a) == (d1, n) || throw(HetrewardError(HETREWARD_DIMENSION_MISMATCH,
+            "HETREWARD_DIMENSION_MISMATCH", "$name has size $(size(a)), expected ($d1, $n)"))
+    end
+    for (name, a, len) in (("psi0", psi0, n), ("y", y, n), ("cluster", cluster, n))
+        a === nothing || length(a) == len || throw(HetrewardError(HETREWARD_DIMENSION_MISMATCH,
+            "HETREWARD_DIMENSION_MISMATCH", "$name has length $(length(a)), expected $len"))
+    end
+    psi === nothing || size(psi) == (d2, n) || throw(HetrewardError(HETREWARD_DIMENSION_MISMATCH,
+        "HETREWARD_DIMENSION_MISMATCH", "psi has size $(size(psi)), expected ($d2, $n)"))
+    return nothing
+end
+
+const FloatT = Union{Float64,Float32}
+
+function Dataset(z::Matrix{T}, psi0::Vector{T}, psi::Union{Matrix{T},Nothing}, y::Vector{T};
+                 cluster::Union{Vector{Int64},Nothing}=nothing) where {T<:FloatT}
+    d1, n = size(z)
+    d2 = psi === nothing ? 0 : size(psi, 1)
+    check_columns(n, d1, d2, ("z",), (z,), psi0, psi, y, cluster)
+    out = Ref{Ptr{hetreward_dataset}}(C_NULL)
+    status = GC.@preserve z psi0 psi y cluster begin
+        if T === Float64
+            hetreward_dataset_new(n, d1, d2, pointer(z), pointer(psi0), nullptr(Cdouble, psi),
+                                  pointer(y), nullptr(Int64, cluster), out)
+        else
+            hetreward_dataset_new_f32(n, d1, d2, pointer(z), pointer(psi0), nullptr(Cfloat, psi),
+                                      pointer(y), nullptr(Int64, cluster), out)
+        end
+    end
+    check(status)
+    return Dataset(out[])
+end
+
+"""
+    dataset_from_pairs(phi0, phi1, psi0, psi, y; cluster=nothing)
+
+A dataset from both answers' features, each a (d1, n) `Matrix{T}`: z = phi1 - phi0 column by
+column. Other arguments as [`Dataset`](@ref).
+"""
+function dataset_from_pairs(phi0::Matrix{T}, phi1::Matrix{T}, psi0::Vector{T},
+                            psi::Union{Matrix{T},Nothing}, y::Vector{T};
+                            cluster::Union{Vector{Int64},Nothing}=nothing) where {T<:FloatT}
+    d1, n = size(phi0)
+    d2 = psi === nothing ? 0 : size(psi, 1)
+    check_columns(n, d1, d2, ("phi0", "phi1"), (phi0, phi1), psi0, psi, y, cluster)
+    out = Ref{Ptr{hetreward_dataset}}(C_NULL)
+    status = GC.@preserve phi0 phi1 psi0 psi y cluster begin
+        if T === Float64
+            hetreward_dataset_from_pairs(n, d1, d2, pointer(phi0), pointer(phi1), pointer(psi0),
+                                         nullptr(Cdouble, psi), pointer(y),
+                                         nullptr(Int64, cluster), out)
+        else
+            hetreward_dataset_from_pairs_f32(n, d1, d2, pointer(phi0), pointer(phi1),
+                                             pointer(psi0), nullptr(Cfloat, psi), pointer(y),
+                                             nullptr(Int64, cluster), out)
+        end
+    end
+    check(status)
+    return Dataset(out[])
+end
+
+"""
+    load_dataset(path)
+
+Reads a training set from a `.csv` or `.safetensors` file (see the C header).
+"""
+function load_dataset(path::AbstractString)
+    out = Ref{Ptr{hetreward_dataset}}(C_NULL)
+    check(hetreward_dataset_load(String(path), out))
+    return Dataset(out[])
+end
+
+nobs(d::Dataset) = Int(GC.@preserve d hetreward_dataset_n(live(d)))
+d1(d::Dataset) = Int(GC.@preserve d hetreward_dataset_d1(live(d)))
+d2(d::Dataset) = Int(GC.@preserve d hetreward_dataset_d2(live(d)))
+
+function Base.show(io::IO, d::Dataset)
+    if isopen(d)
+        print(io, "Hetreward.Dataset(n=", nobs(d), ", d1=", d1(d), ", d2=", d2(d), ")")
+    else
+        print(io, "Hetreward.Dataset(closed)")
+    end
+end
+
+# ---------------------------------------------------------------------------------- Fitter
+
+"""
+    Fitter(; solver=:newton, covariance=:expected, eta1, eta2, max_iter, tol, seed,
+             init=:default, restarts, theta0, gamma0, threads, require_converged)
+
+Fit options; keywords left out keep the library's defaults (eta1 0.1, eta2 0.08, max_iter 0 =
+the solver's default, tol 1e-8, seed 0, restarts 2, threads 0 = all cores,
+require_converged false). `solver` is `:newton` or `:agd`; `covariance` `:expected`,
+`:observed`, `:robust` or `:cluster`; `init` `:default`, `:random` or `:explicit` (with
+`theta0`, `gamma0`). Progress callbacks are not exposed in Julia (see the README); cancel a
+fit from another task with [`cancel!`](@ref).
+"""
+mutable struct Fitter
+    ptr::Ptr{hetreward_fitter}
+    lock::ReentrantLock
+    function Fitter(ptr::Ptr{hetreward_fitter})
+        return finalizer(free_fitter!, new(ptr, ReentrantLock()))
+    end
+end
+
+# The finalizer: the fitter is unreachable, so no fit runs and no lock is needed (a
+# finalizer must not take locks or yield).
+function free_fitter!(f::Fitter)
+    if f.ptr != C_NULL
+        hetreward_fitter_free(f.ptr)
+        f.ptr = C_NULL
+    end
+    return nothing
+end
+
+function with_fields(p::T, changes::Dict{Symbol,Any}) where {T}
+    return T((haskey(changes, f) ? convert(fieldtype(T, f), changes[f]) : getfield(p, f)
+              for f in fieldnames(T))...)
+end
+
+function Fitter(; solver::Symbol=:newton, covariance::Symbol=:expected, eta1=nothing,
+                eta2=nothing, max_iter=nothing, tol=nothing, seed=nothing, init::Symbol=:default,
+                restarts=nothing, theta0=nothing, gamma0=nothing, threads=nothing,
+                require_converged=nothing)
+    changes = Dict{Symbol,Any}(:solver => lookup(SOLVERS, solver, "solver"),
+                               :covariance => lookup(COVARIANCES, covariance, "covariance"),
+                               :init => lookup(INITS, init, "init"))
+    for (k, v) in ((:eta1, eta1), (:eta2, eta2), (:max_iter, max_iter), (:tol, tol),
+                   (:seed, seed), (:restarts, restarts), (:threads, threads),
+                   (:require_converged, require_converged))
+        v === nothing || (changes[k] = v)
+    end
+    # Small start vectors: converted explicitly; the library copies them in fitter_new.
+    t0 = theta0 === nothing ? nothing : Vector{Float64}(theta0)
+    g0 = gamma0 === nothing ? nothing : Vector{Float64}(gamma0)
+    out = Ref{Ptr{hetreward_fitter}}(C_NULL)
+    status = GC.@preserve t0 g0 begin
+        if t0 !== nothing
+            changes[:theta0] = pointer(t0)
+            changes[:theta0_len] = length(t0)
+        end
+        if g0 !== nothing
+            changes[:gamma0] = pointer(g0)
+            changes[:gamma0_len] = length(g0)
+        end
+        params = Ref(with_fields(hetreward_fit_default_params(), changes))
+        hetreward_fitter_new(params, out)
+    end
+    check(status)
+    return Fitter(out[])
+end
+
+"""Frees the fitter, waiting for a running `fit` on it to return first."""
+function Base.close(f::Fitter)
+    lock(() -> free_fitter!(f), f.lock)
+    return nothing
+end
+Base.isopen(f::Fitter) = f.ptr != C_NULL
+
+"""
+    fit(fitter, dataset) -> Model
+
+Fits a model (blocks until done; fits on one fitter run one at a time). Throws
+`HetrewardError` with status `HETREWARD_CANCELLED` after [`cancel!`](@ref),
+`HETREWARD_NOT_CONVERGED` with `require_converged`, `HETREWARD_SINGULAR_INFORMATION`, ...
+"""
+function fit(f::Fitter, d::Dataset)
+    lock(f.lock) do
+        out = Ref{Ptr{hetreward_model}}(C_NULL)
+        status = GC.@preserve f d hetreward_fitter_fit(live(f), live(d), out)
+        check(status)
+        return Model(out[])
+    end
+end
+
+"""
+    cancel!(fitter)
+
+Asks the fit running on `fitter` (in another task or thread) to stop before its next
+iteration; it then throws `HETREWARD_CANCELLED`. A request made while no fit runs applies to
+the next fit.
+"""
+function cancel!(f::Fitter)
+    GC.@preserve f hetreward_fitter_cancel(live(f))
+    return nothing
+end
+
+# ---------------------------------------------------------------------------------- Model
+
+"""
+A fitted reward model (immutable: any number of threads may use it at once). Create it with
+[`fit`](@ref), [`load_model`](@ref); free it with `close` or let the finalizer do it.
+"""
+mutable struct Model
+    ptr::Ptr{hetreward_model}
+    function Model(ptr::Ptr{hetreward_model})
+        return finalizer(close, new(ptr))
+    end
+end
+
+function Base.close(m::Model)
+    if m.ptr != C_NULL
+        hetreward_model_free(m.ptr)
+        m.ptr = C_NULL
+    end
+    return nothing
+end
+Base.isopen(m::Model) = m.ptr != C_NULL
+
+nobs(m::Model) = Int(GC.@preserve m hetreward_model_n(live(m)))
+d1(m::Model) = Int(GC.@preserve m hetreward_model_d1(live(m)))
+d2(m::Model) = Int(GC.@preserve m hetreward_model_d2(live(m)))
+
+function Base.show(io::IO, m::Model)
+    if isopen(m)
+        print(io, "Hetreward.Model(n=", nobs(m), ", d1=", d1(m), ", d2=", d2(m), ")")
+    else
+        print(io, "Hetreward.Model(closed)")
+    end
+end
+
+function vector(getter, m::Model, len::Int)
+    out = Vector{Float64}(undef, len)
+    GC.@preserve m out check(getter(live(m), pointer(out), len))
+    return out
+end
+
+"""theta_hat, the reward coefficients (d1 values)."""
+theta(m::Model) = vector(hetreward_model_theta, m, d1(m))
+"""gamma_hat, the rationality coefficients (d2 values)."""
+gamma(m::Model) = vector(hetreward_model_gamma, m, d2(m))
+"""Standard errors of theta_hat."""
+theta_se(m::Model) = vector(hetreward_model_theta_se, m, d1(m))
+"""Standard errors of gamma_hat."""
+gamma_se(m::Model) = vector(hetreward_model_gamma_se, m, d2(m))
+
+"""How the model was fitted, as a NamedTuple (solver, covariance, termination, converged,
+iterations, total_iterations, starts, grad_norm, neg_loglik, seconds, tol)."""
+function report(m::Model)
+    r = Ref{hetreward_fit_report}()
+    GC.@preserve m check(hetreward_model_report(live(m), r))
+    x = r[]
+    return (solver=name_of(SOLVERS, x.solver), covariance=name_of(COVARIANCES, x.covariance),
+            termination=TERMINATIONS[x.termination], converged=x.converged,
+            iterations=Int(x.iterations), total_iterations=Int(x.total_iterations),
+            starts=Int(x.starts), grad_norm=x.grad_norm, neg_loglik=x.neg_loglik,
+            seconds=x.seconds, tol=x.tol)
+end
+
+"""
+    score(model, phi; alpha=0.05) -> Vector{Reward}
+
+Rewards of the answers in the columns of `phi::Matrix{Float32}` (d1, m), with (1 - alpha)
+CIs. A `Vector{Float32}` of length d1 is one answer.
+"""
+function score(model::Model, phi::Matrix{Float32}; alpha::Real=0.05)
+    d, m = size(phi)
+    out = Vector{Reward}(undef, m)
+    GC.@preserve model phi out check(hetreward_model_score(live(model), pointer(phi), m, d,
+                                                           alpha, pointer(out)))
+    return out
+end
+score(model::Model, phi::Vector{Float32}; alpha::Real=0.05) =
+    score(model, reshape(phi, :, 1); alpha=alpha)[1]
+
+"""
+    compare(model, phi0, phi1; alpha=0.05, method=:exact) -> Vector{Comparison}
+
+Compares column i of `phi0` (answer a0) with column i of `phi1` (a1), both (d1, m)
+`Matrix{Float32}`: D = r(a0) - r(a1). `method` is `:exact`, `:independent` or `:bound`.
+`verdict(c)` gives `:win` (a0 significantly better), `:loss` or `:tie`.
+"""
+function compare(model::Model, phi0::Matrix{Float32}, phi1::Matrix{Float32}; alpha::Real=0.05,
+                 method::Symbol=:exact)
+    size(phi0) == size(phi1) || throw(HetrewardError(HETREWARD_DIMENSION_MISMATCH,
+        "HETREWARD_DIMENSION_MISMATCH", "phi0 has size $(size(phi0)), phi1 $(size(phi1))"))
+    d, m = size(phi0)
+    code = lookup(METHODS, method, "method")
+    out = Vector{Comparison}(undef, m)
+    GC.@preserve model phi0 phi1 out check(hetreward_model_compare(
+        live(model), pointer(phi0), pointer(phi1), m, d, alpha, code, pointer(out)))
+    return out
+end
+
+"""`:win`, `:loss` or `:tie`."""
+function verdict(c::Comparison)
+    if c.verdict == HETREWARD_VERDICT_WIN
+        return :win
+    elseif c.verdict == HETREWARD_VERDICT_LOSS
+        return :loss
+    end
+    return :tie
+end
+
+"""
+    select(model, phi; penalty=nothing, alpha=0.05, policy=:pbon) -> (index, candidates)
+
+Best of the candidate answers to one prompt, the columns of `phi::Matrix{Float32}` (d1, N),
+with an optional `penalty::Vector{Float64}` (N). `policy` `:bon` maximises reward - penalty,
+`:pbon` lower - penalty. `index` is 1-based; ties go to the lowest.
+"""
+function select(model::Model, phi::Matrix{Float32}; penalty::Union{Vector{Float64},Nothing}=nothing,
+                alpha::Real=0.05, policy::Symbol=:pbon)
+    d, m = size(phi)
+    penalty === nothing || length(penalty) == m || throw(HetrewardError(
+        HETREWARD_DIMENSION_MISMATCH, "HETREWARD_DIMENSION_MISMATCH",
+        "penalty has length $(length(penalty)) for $m candidates"))
+    code = lookup(POLICIES, policy, "policy")
+    index = Ref{Csize_t}(0)
+    out = Vector{Candidate}(undef, m)
+    GC.@preserve model phi penalty out check(hetreward_model_select(
+        live(model), pointer(phi), m, d, nullptr(Cdouble, penalty), alpha, code, index,
+        pointer(out)))
+    return Int(index[]) + 1, out
+end
+
+"""
+    rationality(model, psi0, psi) -> (sigma, se)
+
+sigma_hat = psi0 + gamma_hat . psi of an annotator profile (`psi::Vector{Float64}`, d2
+values) and its standard error.
+"""
+function rationality(model::Model, psi0::Real, psi::Vector{Float64})
+    sigma, se = Ref{Cdouble}(0), Ref{Cdouble}(0)
+    GC.@preserve model psi check(hetreward_model_rationality(live(model), psi0, pointer(psi),
+                                                             length(psi), sigma, se))
+    return sigma[], se[]
+end
+
+"""
+    save(model, path)
+
+Writes the model file (atomically).
+"""
+function save(model::Model, path::AbstractString)
+    GC.@preserve model check(hetreward_model_save(live(model), String(path)))
+    return nothing
+end
+
+"""
+    load_model(path::AbstractString) -> Model
+    load_model(bytes::Vector{UInt8}) -> Model
+
+Reads a model file, or the bytes of [`model_bytes`](@ref) (read in place).
+"""
+function load_model(path::AbstractString)
+    out = Ref{Ptr{hetreward_model}}(C_NULL)
+    check(hetreward_model_load(String(path), out))
+    return Model(out[])
+end
+
+function load_model(bytes::Vector{UInt8})
+    out = Ref{Ptr{hetreward_model}}(C_NULL)
+    GC.@preserve bytes check(hetreward_model_load_buffer(pointer(bytes), length(bytes), out))
+    return Model(out[])
+end
+
+"""
+    model_bytes(model) -> Vector{UInt8}
+
+The model in the model file format.
+"""
+function model_bytes(model::Model)
+    len = Ref{Csize_t}(0)
+    GC.@preserve model check(hetreward_model_save_buffer(live(model), Ptr{UInt8}(C_NULL), 0, len))
+    buf = Vector{UInt8}(undef, len[])
+    GC.@preserve model buf check(hetreward_model_save_buffer(live(model), pointer(buf),
+                                                             length(buf), len))
+    return resize!(buf, len[])
+end
+
+end # module

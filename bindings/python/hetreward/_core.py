@@ -1,0 +1,547 @@
+"""Dataset, Fitter and Model: thin classes over the C handles of include/hetreward.h."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import weakref
+from ctypes import POINTER, byref, c_double, c_float, c_int64, c_size_t, c_uint8
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _native as _n
+from .errors import DimensionMismatchError, HetrewardError, error_for  # noqa: F401
+
+if TYPE_CHECKING:
+    from ._summary import Summary
+
+lib = _n.lib
+
+SOLVERS = {"newton": 0, "agd": 1}
+COVARIANCES = {"expected": 0, "observed": 1, "robust": 2, "cluster": 3}
+INITS = {"default": 0, "random": 1, "explicit": 2}
+TERMINATIONS = {0: "converged", 1: "max_iterations", 2: "stalled", 3: "diverged"}
+DIFF_METHODS = {"exact": 0, "independent": 1, "bound": 2}
+POLICIES = {"bon": 0, "pbon": 1}
+#: Verdict codes of Model.compare's ``verdict`` field, by value.
+VERDICTS = ("tie", "win", "loss")
+
+#: numpy dtypes laid out exactly as the C output structs, so the library writes straight into
+#: the arrays Model.score / compare / select return.
+REWARD_DTYPE = np.dtype([("reward", "<f8"), ("se", "<f8"), ("lower", "<f8"), ("upper", "<f8")])
+COMPARISON_DTYPE = np.dtype(
+    [("diff", "<f8"), ("se", "<f8"), ("lower", "<f8"), ("upper", "<f8"), ("p_value", "<f8"),
+     ("verdict", "<u4")],
+    align=True,
+)
+CANDIDATE_DTYPE = np.dtype(
+    [("reward", "<f8"), ("se", "<f8"), ("lower", "<f8"), ("upper", "<f8"), ("penalty", "<f8"),
+     ("score", "<f8")]
+)
+for _dt, _st in ((REWARD_DTYPE, _n.hetreward_reward), (COMPARISON_DTYPE, _n.hetreward_comparison),
+                 (CANDIDATE_DTYPE, _n.hetreward_candidate)):
+    assert _dt.itemsize == ctypes.sizeof(_st), (_dt, _st)
+
+
+def _check(status: int) -> None:
+    """Raises the exception of a nonzero status, with this thread's last error message."""
+    if status != 0:
+        raise error_for(status, _n.last_error(), _n.status_name(status))
+
+
+def _code(table: dict, value: Union[str, int], what: str) -> int:
+    if isinstance(value, str):
+        try:
+            return table[value.lower()]
+        except KeyError:
+            raise ValueError(f"{what} must be one of {sorted(table)}, got {value!r}") from None
+    return int(value)
+
+
+def _array(a, name: str, dtypes, ndim: int, optional: bool = False):
+    """Checks that `a` can be handed to C in place: a numpy array of one of `dtypes`,
+    C-contiguous, aligned, with `ndim` dimensions. Returns it unchanged (never a copy)."""
+    if a is None:
+        if optional:
+            return None
+        raise TypeError(f"{name} is required")
+    dtypes = tuple(np.dtype(d) for d in dtypes)
+    want = " or ".join(str(d) for d in dtypes)
+    if not isinstance(a, np.ndarray):
+        raise TypeError(
+            f"{name} must be a numpy.ndarray of {want}, got {type(a).__name__} "
+            f"(convert once with np.ascontiguousarray({name}, dtype=np.{dtypes[0]}))"
+        )
+    if a.dtype not in dtypes:
+        raise TypeError(
+            f"{name} has dtype {a.dtype}, expected {want} (hetreward never converts arrays "
+            f"silently: use {name}.astype(np.{dtypes[0]}))"
+        )
+    if a.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {a.shape}")
+    if not a.flags.c_contiguous:
+        raise ValueError(
+            f"{name} is not C-contiguous (row-major); hetreward reads arrays in place, so pass "
+            f"np.ascontiguousarray({name})"
+        )
+    if not a.flags.aligned:
+        raise ValueError(f"{name} is not aligned for its dtype")
+    return a
+
+
+def _ptr(a, ctype):
+    """Pointer to the first element of a checked array (NULL for None or an empty array)."""
+    if a is None or a.size == 0:
+        return None
+    return a.ctypes.data_as(POINTER(ctype))
+
+
+class _Handle:
+    """An owned C handle, freed once by close(), the context manager, or the finalizer."""
+
+    _free = None  # the C free function, set by subclasses
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+        self._finalizer = weakref.finalize(self, type(self)._free, ptr)
+
+    def close(self) -> None:
+        """Frees the C object now. Idempotent; the object is unusable afterwards."""
+        if self._ptr is not None:
+            self._ptr = None
+            self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
+    def _live(self):
+        if self._ptr is None:
+            raise ValueError(f"I/O operation on a closed {type(self).__name__}")
+        return self._ptr
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Dataset(_Handle):
+    """A validated training set of n pairwise comparisons (copied into the library).
+
+    ``Dataset(z, psi0, psi, y, cluster=None)``: ``z`` (n, d1) feature differences
+    phi(a1) - phi(a0), ``psi0`` (n,) the fixed part of each annotator's rationality, ``psi``
+    (n, d2) annotator covariates (``None`` when d2 = 0), ``y`` (n,) labels 0/1 (1 = the
+    annotator preferred a1), ``cluster`` optional (n,) int64 annotator ids (for the cluster
+    covariance). Float arrays are all float64 or all float32, C-contiguous.
+    Immutable: any number of threads may fit with one dataset.
+    """
+
+    _free = staticmethod(lib.hetreward_dataset_free)
+
+    def __init__(self, z, psi0, psi, y, cluster=None):
+        arrays = self._checked(("z",), (z,), psi0, psi, y, cluster)
+        self._init_from(lib.hetreward_dataset_new, lib.hetreward_dataset_new_f32, *arrays)
+
+    @classmethod
+    def from_pairs(cls, phi0, phi1, psi0, psi, y, cluster=None) -> "Dataset":
+        """A dataset from both answers' features, (n, d1) each: z = phi1 - phi0 row by row."""
+        self = cls.__new__(cls)
+        arrays = cls._checked(("phi0", "phi1"), (phi0, phi1), psi0, psi, y, cluster)
+        self._init_from(lib.hetreward_dataset_from_pairs, lib.hetreward_dataset_from_pairs_f32,
+                        *arrays)
+        return self
+
+    @classmethod
+    def load(cls, path) -> "Dataset":
+        """Reads a .csv or .safetensors training set (SPEC §6)."""
+        out = POINTER(_n.hetreward_dataset)()
+        _check(lib.hetreward_dataset_load(_path(path), byref(out)))
+        self = cls.__new__(cls)
+        _Handle.__init__(self, out)
+        return self
+
+    @staticmethod
+    def _checked(names, feats, psi0, psi, y, cluster):
+        floats = (np.float64, np.float32)
+        feats = tuple(_array(f, nm, floats, 2) for nm, f in zip(names, feats))
+        dtype = feats[0].dtype
+        psi0 = _array(psi0, "psi0", (dtype,), 1)
+        y = _array(y, "y", (dtype,), 1)
+        psi = _array(psi, "psi", (dtype,), 2, optional=True)
+        cluster = _array(cluster, "cluster", (np.int64,), 1, optional=True)
+        n, d1 = feats[0].shape
+        d2 = 0 if psi is None else psi.shape[1]
+        for nm, a in zip(names, feats):
+            if a.shape != (n, d1):
+                raise DimensionMismatchError(3, f"{nm} has shape {a.shape}, {names[0]} {(n, d1)}")
+        for nm, a, shape in (("psi0", psi0, (n,)), ("y", y, (n,)),
+                             ("psi", psi, (n, d2)), ("cluster", cluster, (n,))):
+            if a is not None and a.shape != shape:
+                raise DimensionMismatchError(
+                    3, f"{nm} has shape {a.shape}, expected {shape} (n = {n} rows of {names[0]})")
+        return (n, d1, d2, dtype, feats, psi0, psi, y, cluster)
+
+    def _init_from(self, f64, f32, n, d1, d2, dtype, feats, psi0, psi, y, cluster):
+        fn, ct = (f64, c_double) if dtype == np.float64 else (f32, c_float)
+        out = POINTER(_n.hetreward_dataset)()
+        _check(fn(n, d1, d2, *(_ptr(f, ct) for f in feats), _ptr(psi0, ct), _ptr(psi, ct),
+                  _ptr(y, ct), _ptr(cluster, c_int64), byref(out)))
+        _Handle.__init__(self, out)
+
+    @property
+    def n(self) -> int:
+        return lib.hetreward_dataset_n(self._live())
+
+    @property
+    def d1(self) -> int:
+        return lib.hetreward_dataset_d1(self._live())
+
+    @property
+    def d2(self) -> int:
+        return lib.hetreward_dataset_d2(self._live())
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<hetreward.Dataset (closed)>"
+        return f"<hetreward.Dataset n={self.n} d1={self.d1} d2={self.d2}>"
+
+
+def _path(path) -> bytes:
+    return os.fsencode(path)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a progress callback sees after each solver iteration."""
+
+    start: int  # which start is running, 0-based
+    iteration: int  # iterations done in this start
+    max_iter: int  # the iteration cap of this start
+    neg_loglik: float  # current mean negative log-likelihood
+    grad_norm: float  # current gradient norm (the fit stops when it is <= tol)
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """How a model was fitted (hetreward_fit_report)."""
+
+    solver: str
+    covariance: str
+    termination: str
+    converged: bool
+    iterations: int
+    total_iterations: int
+    starts: int
+    grad_norm: float
+    neg_loglik: float
+    seconds: float
+    tol: float
+
+
+_NAMES_OF = {
+    "solver": {v: k for k, v in SOLVERS.items()},
+    "covariance": {v: k for k, v in COVARIANCES.items()},
+}
+
+
+class Fitter(_Handle):
+    """Fit options (hetreward_fit_params); fits any number of datasets, one at a time.
+
+    Keyword arguments left at ``None`` take the library's defaults: ``solver`` "newton" or
+    "agd"; ``covariance`` "expected" (the paper's), "observed", "robust" or "cluster";
+    ``eta1`` 0.1, ``eta2`` 0.08 (agd step sizes); ``max_iter`` 0 = the solver's default;
+    ``tol`` 1e-8; ``seed`` 0; ``init`` "default", "random" or "explicit" (with ``theta0``,
+    ``gamma0``); ``restarts`` 2; ``threads`` 0 = all cores (results do not depend on it);
+    ``require_converged`` False.
+    """
+
+    _free = staticmethod(lib.hetreward_fitter_free)
+
+    def __init__(self, *, solver=None, covariance=None, eta1=None, eta2=None, max_iter=None,
+                 tol=None, seed=None, init=None, restarts=None, theta0=None, gamma0=None,
+                 threads=None, require_converged=None):
+        p = lib.hetreward_fit_default_params()
+        if solver is not None:
+            p.solver = _code(SOLVERS, solver, "solver")
+        if covariance is not None:
+            p.covariance = _code(COVARIANCES, covariance, "covariance")
+        if init is not None:
+            p.init = _code(INITS, init, "init")
+        for field, value in (("eta1", eta1), ("eta2", eta2), ("max_iter", max_iter), ("tol", tol),
+                             ("seed", seed), ("restarts", restarts), ("threads", threads),
+                             ("require_converged", require_converged)):
+            if value is not None:
+                setattr(p, field, value)
+        # Small parameter vectors: converted explicitly (the library copies them anyway).
+        keep = []
+        for field, value in (("theta0", theta0), ("gamma0", gamma0)):
+            if value is not None:
+                arr = np.ascontiguousarray(value, dtype=np.float64).reshape(-1)
+                keep.append(arr)
+                setattr(p, field, _ptr(arr, c_double))
+                setattr(p, field + "_len", arr.size)
+        # One trampoline per fitter: it runs the current fit's Python callback (if any) and
+        # stops the fit on Ctrl-C. The library calls it on its worker threads.
+        self._progress: Optional[Callable] = None
+        self._interrupted = False
+        self._callback_error: Optional[BaseException] = None
+        self._trampoline = _n.hetreward_progress_callback(self._on_progress)
+        p.progress = self._trampoline
+        p.progress_user_data = None
+        self._lock = threading.Lock()
+        out = POINTER(_n.hetreward_fitter)()
+        _check(lib.hetreward_fitter_new(byref(p), byref(out)))
+        del keep
+        _Handle.__init__(self, out)
+
+    def _on_progress(self, progress_ptr, _user_data) -> int:
+        if self._interrupted:
+            return 1
+        cb = self._progress
+        if cb is None:
+            return 0
+        p = progress_ptr.contents
+        try:
+            stop = cb(Progress(p.start, p.iteration, p.max_iter, p.neg_loglik, p.grad_norm))
+        except BaseException as exc:  # re-raised by fit() on the caller's thread
+            self._callback_error = exc
+            return 1
+        return 1 if stop else 0
+
+    def fit(self, dataset: Dataset, progress: Optional[Callable[[Progress], object]] = None
+            ) -> "Model":
+        """Fits a model to ``dataset`` and blocks until done.
+
+        ``progress(Progress)`` is called after every solver iteration, on a library worker
+        thread; a truthy return value cancels the fit (:class:`CancelledError`), ``None`` or
+        ``False`` lets it continue, and an exception cancels it and is re-raised here.
+        Ctrl-C (KeyboardInterrupt) in the main thread cancels the fit too.
+        Raises :class:`CancelledError`, :class:`NotConvergedError` (with
+        ``require_converged``), :class:`SingularInformationError`,
+        :class:`InvalidArgumentError` (e.g. cluster covariance without cluster ids), ...
+        """
+        with self._lock:
+            fitter, data = self._live(), dataset._live()
+            self._progress, self._interrupted, self._callback_error = progress, False, None
+            result = {}
+
+            def work():
+                out = POINTER(_n.hetreward_model)()
+                status = lib.hetreward_fitter_fit(fitter, data, byref(out))
+                # The message is per thread: read it on the thread that made the call.
+                result["status"] = status
+                result["message"] = _n.last_error() if status else ""
+                result["out"] = out
+
+            try:
+                if threading.current_thread() is threading.main_thread():
+                    # Run in a helper thread so that Ctrl-C reaches this one and can stop it.
+                    worker = threading.Thread(target=work, name="hetreward-fit", daemon=True)
+                    worker.start()
+                    try:
+                        while worker.is_alive():
+                            worker.join(0.25)
+                    except KeyboardInterrupt:
+                        self._interrupted = True
+                        worker.join()
+                        raise
+                else:
+                    work()
+            finally:
+                self._progress = None
+            error = self._callback_error
+            self._callback_error = None
+            if result["status"] != 0:
+                exc = error_for(result["status"], result["message"],
+                                _n.status_name(result["status"]))
+                if error is not None:
+                    raise error from exc
+                raise exc
+            return Model._adopt(result["out"])
+
+    def cancel(self) -> None:
+        """Asks the running fit to stop before its next iteration (hetreward_fitter_cancel).
+        Safe from any thread. A request made while no fit runs applies to the next fit."""
+        lib.hetreward_fitter_cancel(self._live())
+
+    def close(self) -> None:
+        """Frees the fitter (waits for a running fit to return first)."""
+        with self._lock:
+            super().close()
+
+
+class Model(_Handle):
+    """A fitted reward model: theta, gamma, their covariance and the fit report.
+
+    Immutable: any number of threads may score, compare and select with one model at once.
+    Feature arrays are float32, shape (m, d1), C-contiguous; they are read in place.
+    """
+
+    _free = staticmethod(lib.hetreward_model_free)
+
+    @classmethod
+    def _adopt(cls, ptr) -> "Model":
+        self = cls.__new__(cls)
+        _Handle.__init__(self, ptr)
+        return self
+
+    @classmethod
+    def load(cls, path) -> "Model":
+        """Reads a model file (Model.save or ``hetreward fit --out``)."""
+        out = POINTER(_n.hetreward_model)()
+        _check(lib.hetreward_model_load(_path(path), byref(out)))
+        return cls._adopt(out)
+
+    @classmethod
+    def from_bytes(cls, data) -> "Model":
+        """Reads a model from bytes (``to_bytes()`` or a model file's contents); any buffer
+        (bytes, bytearray, memoryview, uint8 array) is read in place."""
+        buf = np.frombuffer(data, dtype=np.uint8)
+        out = POINTER(_n.hetreward_model)()
+        _check(lib.hetreward_model_load_buffer(_ptr(buf, c_uint8), buf.size, byref(out)))
+        return cls._adopt(out)
+
+    def save(self, path) -> None:
+        """Writes the model file (atomically: a temporary file is renamed over ``path``)."""
+        _check(lib.hetreward_model_save(self._live(), _path(path)))
+
+    def to_bytes(self) -> bytes:
+        """The model in the model file format."""
+        ptr = self._live()
+        size = c_size_t()
+        _check(lib.hetreward_model_save_buffer(ptr, None, 0, byref(size)))
+        buf = (c_uint8 * size.value)()
+        _check(lib.hetreward_model_save_buffer(ptr, buf, size.value, byref(size)))
+        return bytes(buf)[: size.value]
+
+    @property
+    def n(self) -> int:
+        """Training sample size."""
+        return lib.hetreward_model_n(self._live())
+
+    @property
+    def d1(self) -> int:
+        """Reward-feature dimension (length of theta and of every feature row)."""
+        return lib.hetreward_model_d1(self._live())
+
+    @property
+    def d2(self) -> int:
+        """Annotator-covariate dimension (length of gamma, may be 0)."""
+        return lib.hetreward_model_d2(self._live())
+
+    def _vector(self, fn, size: int) -> np.ndarray:
+        out = np.empty(size, dtype=np.float64)
+        _check(fn(self._live(), _ptr(out, c_double), size))
+        return out
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self._vector(lib.hetreward_model_theta, self.d1)
+
+    @property
+    def gamma(self) -> np.ndarray:
+        return self._vector(lib.hetreward_model_gamma, self.d2)
+
+    @property
+    def theta_se(self) -> np.ndarray:
+        return self._vector(lib.hetreward_model_theta_se, self.d1)
+
+    @property
+    def gamma_se(self) -> np.ndarray:
+        return self._vector(lib.hetreward_model_gamma_se, self.d2)
+
+    @property
+    def report(self) -> FitReport:
+        r = _n.hetreward_fit_report()
+        _check(lib.hetreward_model_report(self._live(), byref(r)))
+        return FitReport(
+            solver=_NAMES_OF["solver"].get(r.solver, str(r.solver)),
+            covariance=_NAMES_OF["covariance"].get(r.covariance, str(r.covariance)),
+            termination=TERMINATIONS.get(r.termination, str(r.termination)),
+            converged=bool(r.converged),
+            iterations=r.iterations,
+            total_iterations=r.total_iterations,
+            starts=r.starts,
+            grad_norm=r.grad_norm,
+            neg_loglik=r.neg_loglik,
+            seconds=r.seconds,
+            tol=r.tol,
+        )
+
+    def score(self, phi, alpha: float = 0.05) -> np.ndarray:
+        """Rewards of m answers, ``phi`` float32 (m, d1): a structured array of m records
+        (reward, se, lower, upper) with (1 - alpha) CIs."""
+        phi = _array(phi, "phi", (np.float32,), 2)
+        m, d1 = phi.shape
+        out = np.empty(m, dtype=REWARD_DTYPE)
+        _check(lib.hetreward_model_score(self._live(), _ptr(phi, c_float), m, d1, alpha,
+                                         _ptr(out, _n.hetreward_reward)))
+        return out
+
+    def compare(self, phi0, phi1, alpha: float = 0.05, method: Union[str, int] = "exact"
+                ) -> np.ndarray:
+        """Compares row i of ``phi0`` (answer a0) with row i of ``phi1`` (a1), float32 (m, d1)
+        each: structured array of (diff, se, lower, upper, p_value, verdict); diff =
+        r(a0) - r(a1); verdict 0 tie, 1 win (a0 significantly better), 2 loss (see VERDICTS).
+        ``method``: "exact" (default), "independent" or "bound"."""
+        phi0 = _array(phi0, "phi0", (np.float32,), 2)
+        phi1 = _array(phi1, "phi1", (np.float32,), 2)
+        if phi0.shape != phi1.shape:
+            raise DimensionMismatchError(
+                3, f"phi0 has shape {phi0.shape}, phi1 has shape {phi1.shape}")
+        m, d1 = phi0.shape
+        out = np.empty(m, dtype=COMPARISON_DTYPE)
+        _check(lib.hetreward_model_compare(
+            self._live(), _ptr(phi0, c_float), _ptr(phi1, c_float), m, d1, alpha,
+            _code(DIFF_METHODS, method, "method"), _ptr(out, _n.hetreward_comparison)))
+        return out
+
+    def select(self, phi, penalty=None, alpha: float = 0.05, policy: Union[str, int] = "pbon"
+               ) -> Tuple[int, np.ndarray]:
+        """Best of the candidate answers to one prompt, ``phi`` float32 (N, d1), with
+        optional float64 (N,) ``penalty``. ``policy`` "bon" (argmax reward - penalty) or
+        "pbon" (argmax lower - penalty). Returns (index, candidates), candidates a structured
+        array of (reward, se, lower, upper, penalty, score). Ties go to the lowest index."""
+        phi = _array(phi, "phi", (np.float32,), 2)
+        penalty = _array(penalty, "penalty", (np.float64,), 1, optional=True)
+        m, d1 = phi.shape
+        if penalty is not None and penalty.shape != (m,):
+            raise DimensionMismatchError(3, f"penalty has shape {penalty.shape}, expected {(m,)}")
+        out = np.empty(m, dtype=CANDIDATE_DTYPE)
+        index = c_size_t()
+        _check(lib.hetreward_model_select(
+            self._live(), _ptr(phi, c_float), m, d1, _ptr(penalty, c_double), alpha,
+            _code(POLICIES, policy, "policy"), byref(index), _ptr(out, _n.hetreward_candidate)))
+        return index.value, out
+
+    def rationality(self, psi0: float, psi: Sequence[float]) -> Tuple[float, float]:
+        """sigma_hat = psi0 + gamma_hat . psi of an annotator profile, and its SE."""
+        psi = np.ascontiguousarray(psi, dtype=np.float64).reshape(-1)  # d2 values, explicit
+        sigma, se = c_double(), c_double()
+        _check(lib.hetreward_model_rationality(self._live(), psi0, _ptr(psi, c_double), psi.size,
+                                               byref(sigma), byref(se)))
+        return sigma.value, se.value
+
+    def summary(self, alpha: float = 0.05, theta_names: Optional[Sequence[str]] = None,
+                gamma_names: Optional[Sequence[str]] = None) -> "Summary":
+        """A statsmodels-style table of the estimates: estimate, SE, z, p-value and the
+        (1 - alpha) CI of every theta_j and gamma_k (print it, or use ``.rows``)."""
+        from ._summary import Summary
+
+        return Summary.of(self, alpha, theta_names, gamma_names)
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<hetreward.Model (closed)>"
+        return f"<hetreward.Model n={self.n} d1={self.d1} d2={self.d2}>"
+
+
+__all__ = [
+    "Dataset", "Fitter", "Model", "Progress", "FitReport", "HetrewardError", "VERDICTS",
+    "REWARD_DTYPE", "COMPARISON_DTYPE", "CANDIDATE_DTYPE",
+]

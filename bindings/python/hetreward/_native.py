@@ -1,0 +1,273 @@
+"""The C library, loaded with ctypes, and a prototype for every function of include/hetreward.h.
+
+Nothing here computes anything: it finds libhetreward, declares the C structs and signatures
+(``PROTOTYPES``, checked against the header by ``tests/test_prototypes.py``), and reads the
+thread's last error message.
+
+Where the library is looked for, in order:
+
+1. the ``HETREWARD_LIB`` environment variable: the path of ``libhetreward.so`` (or of a folder
+   holding it);
+2. next to this package: ``libhetreward.so*`` copied into the ``hetreward`` folder (the
+   installed wheel bundles it if it was there at build time);
+3. the system's loader: ``LD_LIBRARY_PATH``, the ``ldconfig`` cache (e.g. after
+   ``scripts/install.sh --prefix /usr/local && ldconfig``), ``ctypes.util.find_library``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import glob
+import os
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    c_bool,
+    c_char_p,
+    c_double,
+    c_float,
+    c_int,
+    c_int64,
+    c_size_t,
+    c_uint8,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+
+#: The (major, minor) of the C API this package was written for. While major is 0, a minor
+#: change may break the ABI, so both must match the loaded library.
+ABI_VERSION = (0, 1)
+
+# Typedefs of the header (all uint32_t).
+hetreward_status = c_uint32
+hetreward_solver = c_uint32
+hetreward_covariance = c_uint32
+hetreward_init = c_uint32
+hetreward_termination = c_uint32
+hetreward_diff_method = c_uint32
+hetreward_verdict = c_uint32
+hetreward_policy = c_uint32
+
+
+class hetreward_dataset(Structure):
+    """Opaque."""
+
+
+class hetreward_fitter(Structure):
+    """Opaque."""
+
+
+class hetreward_model(Structure):
+    """Opaque."""
+
+
+class hetreward_progress(Structure):
+    _fields_ = [
+        ("start", c_size_t),
+        ("iteration", c_size_t),
+        ("max_iter", c_size_t),
+        ("neg_loglik", c_double),
+        ("grad_norm", c_double),
+    ]
+
+
+hetreward_progress_callback = CFUNCTYPE(c_int, POINTER(hetreward_progress), c_void_p)
+
+
+class hetreward_fit_params(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("solver", hetreward_solver),
+        ("covariance", hetreward_covariance),
+        ("eta1", c_double),
+        ("eta2", c_double),
+        ("max_iter", c_uint64),
+        ("tol", c_double),
+        ("seed", c_uint64),
+        ("init", hetreward_init),
+        ("restarts", c_uint32),
+        ("theta0", POINTER(c_double)),
+        ("theta0_len", c_size_t),
+        ("gamma0", POINTER(c_double)),
+        ("gamma0_len", c_size_t),
+        ("threads", c_uint32),
+        ("require_converged", c_bool),
+        ("progress", hetreward_progress_callback),
+        ("progress_user_data", c_void_p),
+    ]
+
+
+class hetreward_fit_report(Structure):
+    _fields_ = [
+        ("solver", hetreward_solver),
+        ("covariance", hetreward_covariance),
+        ("termination", hetreward_termination),
+        ("converged", c_bool),
+        ("iterations", c_size_t),
+        ("total_iterations", c_size_t),
+        ("starts", c_size_t),
+        ("grad_norm", c_double),
+        ("neg_loglik", c_double),
+        ("seconds", c_double),
+        ("tol", c_double),
+    ]
+
+
+class hetreward_reward(Structure):
+    _fields_ = [("reward", c_double), ("se", c_double), ("lower", c_double), ("upper", c_double)]
+
+
+class hetreward_comparison(Structure):
+    _fields_ = [
+        ("diff", c_double),
+        ("se", c_double),
+        ("lower", c_double),
+        ("upper", c_double),
+        ("p_value", c_double),
+        ("verdict", hetreward_verdict),
+    ]
+
+
+class hetreward_candidate(Structure):
+    _fields_ = [("reward", hetreward_reward), ("penalty", c_double), ("score", c_double)]
+
+
+_P = POINTER
+#: name -> (restype, argtypes), in the header's order. Pointers to const and to mutable data
+#: are both POINTER(T) here (ctypes has no const).
+PROTOTYPES = {
+    "hetreward_last_error_message": (c_char_p, []),
+    "hetreward_status_name": (c_char_p, [c_uint32]),
+    "hetreward_version": (c_char_p, []),
+    "hetreward_dataset_new": (
+        hetreward_status,
+        [c_size_t, c_size_t, c_size_t, _P(c_double), _P(c_double), _P(c_double), _P(c_double),
+         _P(c_int64), _P(_P(hetreward_dataset))],
+    ),
+    "hetreward_dataset_new_f32": (
+        hetreward_status,
+        [c_size_t, c_size_t, c_size_t, _P(c_float), _P(c_float), _P(c_float), _P(c_float),
+         _P(c_int64), _P(_P(hetreward_dataset))],
+    ),
+    "hetreward_dataset_from_pairs": (
+        hetreward_status,
+        [c_size_t, c_size_t, c_size_t, _P(c_double), _P(c_double), _P(c_double), _P(c_double),
+         _P(c_double), _P(c_int64), _P(_P(hetreward_dataset))],
+    ),
+    "hetreward_dataset_from_pairs_f32": (
+        hetreward_status,
+        [c_size_t, c_size_t, c_size_t, _P(c_float), _P(c_float), _P(c_float), _P(c_float),
+         _P(c_float), _P(c_int64), _P(_P(hetreward_dataset))],
+    ),
+    "hetreward_dataset_load": (hetreward_status, [c_char_p, _P(_P(hetreward_dataset))]),
+    "hetreward_dataset_n": (c_size_t, [_P(hetreward_dataset)]),
+    "hetreward_dataset_d1": (c_size_t, [_P(hetreward_dataset)]),
+    "hetreward_dataset_d2": (c_size_t, [_P(hetreward_dataset)]),
+    "hetreward_dataset_free": (None, [_P(hetreward_dataset)]),
+    "hetreward_fit_default_params": (hetreward_fit_params, []),
+    "hetreward_fitter_new": (hetreward_status, [_P(hetreward_fit_params), _P(_P(hetreward_fitter))]),
+    "hetreward_fitter_fit": (
+        hetreward_status,
+        [_P(hetreward_fitter), _P(hetreward_dataset), _P(_P(hetreward_model))],
+    ),
+    "hetreward_fitter_cancel": (None, [_P(hetreward_fitter)]),
+    "hetreward_fitter_free": (None, [_P(hetreward_fitter)]),
+    "hetreward_model_n": (c_size_t, [_P(hetreward_model)]),
+    "hetreward_model_d1": (c_size_t, [_P(hetreward_model)]),
+    "hetreward_model_d2": (c_size_t, [_P(hetreward_model)]),
+    "hetreward_model_theta": (hetreward_status, [_P(hetreward_model), _P(c_double), c_size_t]),
+    "hetreward_model_gamma": (hetreward_status, [_P(hetreward_model), _P(c_double), c_size_t]),
+    "hetreward_model_theta_se": (hetreward_status, [_P(hetreward_model), _P(c_double), c_size_t]),
+    "hetreward_model_gamma_se": (hetreward_status, [_P(hetreward_model), _P(c_double), c_size_t]),
+    "hetreward_model_report": (hetreward_status, [_P(hetreward_model), _P(hetreward_fit_report)]),
+    "hetreward_model_score": (
+        hetreward_status,
+        [_P(hetreward_model), _P(c_float), c_size_t, c_size_t, c_double, _P(hetreward_reward)],
+    ),
+    "hetreward_model_compare": (
+        hetreward_status,
+        [_P(hetreward_model), _P(c_float), _P(c_float), c_size_t, c_size_t, c_double,
+         hetreward_diff_method, _P(hetreward_comparison)],
+    ),
+    "hetreward_model_select": (
+        hetreward_status,
+        [_P(hetreward_model), _P(c_float), c_size_t, c_size_t, _P(c_double), c_double,
+         hetreward_policy, _P(c_size_t), _P(hetreward_candidate)],
+    ),
+    "hetreward_model_rationality": (
+        hetreward_status,
+        [_P(hetreward_model), c_double, _P(c_double), c_size_t, _P(c_double), _P(c_double)],
+    ),
+    "hetreward_model_save": (hetreward_status, [_P(hetreward_model), c_char_p]),
+    "hetreward_model_load": (hetreward_status, [c_char_p, _P(_P(hetreward_model))]),
+    "hetreward_model_save_buffer": (
+        hetreward_status,
+        [_P(hetreward_model), _P(c_uint8), c_size_t, _P(c_size_t)],
+    ),
+    "hetreward_model_load_buffer": (
+        hetreward_status,
+        [_P(c_uint8), c_size_t, _P(_P(hetreward_model))],
+    ),
+    "hetreward_model_free": (None, [_P(hetreward_model)]),
+}
+
+
+def _candidates():
+    env = os.environ.get("HETREWARD_LIB")
+    if env:
+        if os.path.isdir(env):
+            yield from sorted(glob.glob(os.path.join(env, "libhetreward.so*")))
+        else:
+            yield env
+        return  # an explicit choice is not second-guessed
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield from sorted(glob.glob(os.path.join(here, "libhetreward.so*")))
+    yield "libhetreward.so"
+    found = ctypes.util.find_library("hetreward")
+    if found:
+        yield found
+
+
+def _load() -> ctypes.CDLL:
+    tried = []
+    for name in _candidates():
+        try:
+            return ctypes.CDLL(name)
+        except OSError as exc:
+            tried.append(f"{name}: {exc}")
+    raise ImportError(
+        "hetreward: cannot load libhetreward. Set HETREWARD_LIB to the path of libhetreward.so "
+        "(e.g. PREFIX/lib/libhetreward.so after scripts/install.sh --prefix PREFIX), copy the "
+        "library next to the hetreward package, or add its folder to LD_LIBRARY_PATH. Tried:\n  "
+        + "\n  ".join(tried or ["(nothing: HETREWARD_LIB is set but empty)"])
+    )
+
+
+lib = _load()
+for _name, (_restype, _argtypes) in PROTOTYPES.items():
+    _fn = getattr(lib, _name)
+    _fn.restype = _restype
+    _fn.argtypes = _argtypes
+
+#: The loaded library's version string, "MAJOR.MINOR.PATCH".
+LIBRARY_VERSION = lib.hetreward_version().decode()
+_major, _minor = (int(x) for x in LIBRARY_VERSION.split(".")[:2])
+if (_major, _minor) != ABI_VERSION:
+    raise ImportError(
+        f"hetreward: the library at {lib._name} is version {LIBRARY_VERSION}, this package "
+        f"needs {ABI_VERSION[0]}.{ABI_VERSION[1]}.x"
+    )
+if lib.hetreward_fit_default_params().struct_size != ctypes.sizeof(hetreward_fit_params):
+    raise ImportError("hetreward: hetreward_fit_params has a different size in the library")
+
+
+def last_error() -> str:
+    """This thread's last error message (call right after the failed call, same thread)."""
+    return lib.hetreward_last_error_message().decode("utf-8", "replace")
+
+
+def status_name(status: int) -> str:
+    return lib.hetreward_status_name(status).decode()
