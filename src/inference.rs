@@ -16,7 +16,10 @@
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::likelihood::{expected_information, observed_hessian, score_outer_product};
-use crate::linalg::{spd_inverse, symmetrize};
+use crate::linalg::{
+    cholesky, col_major, col_major_mut, lower_inverse_in_place, matmul, matmul_tn, par_gemm,
+    spd_inverse, spd_inverse_factor, symmetrize,
+};
 use crate::model::Params;
 use nalgebra::DMatrix;
 
@@ -97,6 +100,212 @@ pub fn asymptotic_covariance(
             let mut v = &h_inv * meat * &h_inv;
             symmetrize(&mut v);
             Ok(v)
+        }
+    }
+}
+
+/// What a fitted model keeps from a covariance: the lower Cholesky factor `L` of
+/// `Cov(theta_hat) = V_tt / n` (`d1 x d1`) and `Cov(gamma_hat) = V_gg / n` (`d2 x d2`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CovarianceFactors {
+    /// Lower Cholesky factor of `Cov(theta_hat)`.
+    pub theta_factor: DMatrix<f64>,
+    /// `Cov(gamma_hat)`.
+    pub gamma_cov: DMatrix<f64>,
+}
+
+/// The blocks of a symmetric `(d1 + d2)`-square matrix `[[A, B], [B^T, D]]`, with `A` taken
+/// over in place (no copy of the large block).
+struct Blocks {
+    a: DMatrix<f64>,
+    b: DMatrix<f64>,
+    d: DMatrix<f64>,
+}
+
+fn split_blocks(m: DMatrix<f64>, d1: usize) -> Blocks {
+    let p = m.nrows();
+    let d2 = p - d1;
+    let b = m.view((0, d1), (d1, d2)).into_owned();
+    let d = m.view((d1, d1), (d2, d2)).into_owned();
+    let mut v: Vec<f64> = m.data.into();
+    // Compact the leading d1 x d1 block's columns (leading dimension p -> d1) in place.
+    for j in 1..d1 {
+        v.copy_within(j * p..j * p + d1, j * d1);
+    }
+    v.truncate(d1 * d1);
+    Blocks {
+        a: DMatrix::from_vec(d1, d1, v),
+        b,
+        d,
+    }
+}
+
+/// The Schur-complement pieces of `M = [[A, B], [B^T, D]]` (symmetric positive definite):
+/// `L_S` with `L_S L_S^T = S^-1 = (A - B D^-1 B^T)^-1` (the theta block of `M^-1`),
+/// `Y = B D^-1` and `D^-1`.
+struct Schur {
+    l_s: DMatrix<f64>,
+    y: DMatrix<f64>,
+    d_inv: DMatrix<f64>,
+}
+
+fn schur(blocks: Blocks, what: &str) -> Result<Schur> {
+    let Blocks { a, b, d } = blocks;
+    let (d1, d2) = (b.nrows(), b.ncols());
+    let mut s = a;
+    let (y, d_inv) = if d2 == 0 {
+        (DMatrix::zeros(d1, 0), DMatrix::zeros(0, 0))
+    } else {
+        // D = L_D L_D^T; W = B L_D^-T so that B D^-1 B^T = W W^T; Y = B D^-1 = W L_D^-1.
+        let mut x = cholesky(&d, &format!("{what} (its gamma block)"))?;
+        lower_inverse_in_place(&mut x);
+        let w = matmul(&b, &x.transpose());
+        // S = A - W W^T, in place.
+        // SAFETY: W (d1 x d2) and S (d1 x d1) are separate column-major buffers.
+        unsafe {
+            par_gemm(
+                d1,
+                d2,
+                d1,
+                -1.0,
+                col_major(w.as_slice().as_ptr(), d1),
+                col_major(w.as_slice().as_ptr(), d1).t(),
+                1.0,
+                col_major_mut(s.as_mut_slice().as_mut_ptr(), d1),
+            );
+        }
+        (matmul(&w, &x), x.tr_mul(&x))
+    };
+    let l_s = spd_inverse_factor(s, what)?;
+    Ok(Schur { l_s, y, d_inv })
+}
+
+/// The covariance a [`crate::RewardModel`] needs, computed without forming `V`: for the
+/// `expected` and `observed` kinds one Gram product (the information), a rank-d2 Schur
+/// update and one Cholesky factorisation plus triangular inverse of a `d1 x d1` matrix
+/// (`S_theta^2 = S^-1` is factored directly, see [`spd_inverse_factor`]), in place — the
+/// information matrix is the only large buffer. The sandwich kinds add the score Gram product
+/// and three `d1^3` products. Equal (to rounding) to the blocks of
+/// [`asymptotic_covariance`] divided by `n`.
+///
+/// Errors: as [`asymptotic_covariance`].
+pub fn covariance_factors(
+    data: &Dataset,
+    params: &Params,
+    kind: CovarianceKind,
+) -> Result<CovarianceFactors> {
+    let (d1, n) = (data.d1(), data.n() as f64);
+    let scale = 1.0 / n.sqrt();
+    match kind {
+        CovarianceKind::Expected | CovarianceKind::Observed => {
+            let (m, what) = if kind == CovarianceKind::Expected {
+                (
+                    expected_information(data, params),
+                    "the expected information",
+                )
+            } else {
+                (observed_hessian(data, params), "the observed Hessian")
+            };
+            let sc = schur(split_blocks(m, d1), what)?;
+            // V_gg = D^-1 + Y^T S^-1 Y = D^-1 + T^T T with T = L_S^T Y.
+            let t = matmul_tn(&sc.l_s, &sc.y);
+            let mut gamma = (sc.d_inv + t.tr_mul(&t)) / n;
+            symmetrize(&mut gamma);
+            let mut theta_factor = sc.l_s;
+            theta_factor *= scale;
+            Ok(CovarianceFactors {
+                theta_factor,
+                gamma_cov: gamma,
+            })
+        }
+        CovarianceKind::Robust | CovarianceKind::Cluster => {
+            let clustered = kind == CovarianceKind::Cluster;
+            if clustered && data.cluster().is_none() {
+                return Err(Error::invalid(
+                    "covariance",
+                    "`cluster` covariance needs cluster ids in the data",
+                ));
+            }
+            let meat = score_outer_product(data, params, clustered);
+            let sc = schur(
+                split_blocks(observed_hessian(data, params), d1),
+                "the observed Hessian",
+            )?;
+            let d2 = sc.y.ncols();
+            // Theta rows of H^-1: S^-1 [I, -Y]; V_tt = S^-1 M' S^-1 with
+            // M' = M_tt - Y M_gt - (M_tg - Y M_gg) Y^T.
+            let m_tg = meat.view((0, d1), (d1, d2)).into_owned();
+            let m_gg = meat.view((d1, d1), (d2, d2)).into_owned();
+            let mut mp = meat.view((0, 0), (d1, d1)).into_owned();
+            let z1 = &m_tg - &sc.y * &m_gg;
+            mp -= matmul(&sc.y, &m_tg.transpose()) + matmul(&z1, &sc.y.transpose());
+            symmetrize(&mut mp);
+            // V_tt = L_S K L_S^T with K = L_S^T M' L_S = R R^T: L_V = L_S R is lower.
+            let mut k = matmul(&matmul_tn(&sc.l_s, &mp), &sc.l_s);
+            drop(mp);
+            symmetrize(&mut k);
+            let r = cholesky(&k, "the sandwich covariance of theta")?;
+            drop(k);
+            let mut theta_factor = matmul(&sc.l_s, &r);
+            theta_factor *= scale;
+            // Gamma rows of H^-1: G = [-(S^-1 Y)^T, D^-1 + Y^T S^-1 Y]; V_gg = G M G^T.
+            let t = matmul_tn(&sc.l_s, &sc.y);
+            let s_inv_y = matmul(&sc.l_s, &t);
+            let mut g = DMatrix::<f64>::zeros(d2, d1 + d2);
+            g.view_mut((0, 0), (d2, d1))
+                .copy_from(&(-s_inv_y.transpose()));
+            g.view_mut((0, d1), (d2, d2))
+                .copy_from(&(&sc.d_inv + t.tr_mul(&t)));
+            let mg = matmul(&meat, &g.transpose());
+            let mut gamma = &g * mg / n;
+            symmetrize(&mut gamma);
+            Ok(CovarianceFactors {
+                theta_factor,
+                gamma_cov: gamma,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::{paper_simulation, ActionDesign};
+
+    #[test]
+    fn factors_equal_the_blocks_of_the_full_covariance() {
+        let base = paper_simulation(500, ActionDesign::Uniform, 21);
+        let ids: Vec<i64> = (0..500).map(|i| (i % 37) as i64).collect();
+        let data = Dataset::new(
+            3,
+            2,
+            base.z().to_vec(),
+            base.psi0().to_vec(),
+            base.psi().to_vec(),
+            base.y().to_vec(),
+            Some(ids),
+        )
+        .unwrap();
+        let params = Params {
+            theta: vec![0.27, 0.46, 0.31],
+            gamma: vec![0.52, 0.3],
+        };
+        let n = 500.0;
+        for kind in CovarianceKind::ALL {
+            let v = asymptotic_covariance(&data, &params, kind).unwrap();
+            let f = covariance_factors(&data, &params, kind).unwrap();
+            let tt = &f.theta_factor * f.theta_factor.transpose();
+            let want_tt = v.view((0, 0), (3, 3)) / n;
+            let want_gg = v.view((3, 3), (2, 2)) / n;
+            let close =
+                |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).abs().max() <= 1e-10 * b.abs().max();
+            assert!(close(&tt, &want_tt), "{kind:?}: {tt} vs {want_tt}");
+            assert!(close(&f.gamma_cov, &want_gg), "{kind:?}");
+            for j in 1..3 {
+                for i in 0..j {
+                    assert_eq!(f.theta_factor[(i, j)], 0.0);
+                }
+            }
         }
     }
 }

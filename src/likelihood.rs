@@ -14,28 +14,58 @@
 //! All passes are chunked (see [`crate::parallel`]) so results do not depend on thread count.
 //! They run on the current rayon pool.
 
-use crate::data::Dataset;
-use crate::linalg::gram;
-use crate::model::{dot, rationality, sample_terms, Params, SampleTerms};
-use crate::parallel::chunked_sum;
+use crate::data::{Dataset, FeatureMatrix};
+use crate::linalg::{axpy, col_major_mut, gram, gram_f32, par_gemm, Element, Scalar, View};
+use crate::model::{rationality, sample_terms, Params, SampleTerms};
+use crate::parallel::{chunked_sum, chunked_sum_with_rows};
 use nalgebra::DMatrix;
 use std::collections::BTreeMap;
 
-/// The per-sample terms of row `i` at `params`.
-#[inline]
-pub fn terms(data: &Dataset, params: &Params, i: usize) -> SampleTerms {
-    let t = dot(&params.theta, data.z_row(i));
+/// Runs `$body` with `$z` bound to the feature matrix as `&[f64]` or `&[f32]` (the body is
+/// compiled for both storage precisions).
+macro_rules! with_features {
+    ($data:expr, |$z:ident| $body:expr) => {
+        match $data.features() {
+            FeatureMatrix::F64($z) => $body,
+            FeatureMatrix::F32($z) => $body,
+        }
+    };
+}
+
+/// Row `i` of a row-major feature matrix with `d1` columns.
+#[inline(always)]
+fn row<T>(z: &[T], d1: usize, i: usize) -> &[T] {
+    &z[i * d1..(i + 1) * d1]
+}
+
+/// The per-sample terms of row `zi` (row `i` of the data) at `params`.
+#[inline(always)]
+fn row_terms<T: Element>(data: &Dataset, zi: &[T], params: &Params, i: usize) -> SampleTerms {
+    let t = T::dot_row(&params.theta, zi);
     let sigma = rationality(data.psi0()[i], data.psi_row(i), &params.gamma);
     sample_terms(t, sigma, data.y()[i])
 }
 
-/// Writes `scale * g_i` into `out` (length d1 + d2).
-#[inline]
-fn fill_g(data: &Dataset, i: usize, st: &SampleTerms, scale: f64, out: &mut [f64]) {
+/// The per-sample terms of row `i` at `params`.
+pub fn terms(data: &Dataset, params: &Params, i: usize) -> SampleTerms {
+    let d1 = data.d1();
+    with_features!(data, |z| row_terms(data, row(z, d1, i), params, i))
+}
+
+/// Writes `scale * g_i` into `out` (length d1 + d2), `zi` being row `i` of z.
+#[inline(always)]
+fn fill_g<T: Element>(
+    data: &Dataset,
+    zi: &[T],
+    i: usize,
+    st: &SampleTerms,
+    scale: f64,
+    out: &mut [f64],
+) {
     let (th, ga) = out.split_at_mut(data.d1());
     let a = scale * st.sigma;
-    for (o, z) in th.iter_mut().zip(data.z_row(i)) {
-        *o = a * z;
+    for (o, z) in th.iter_mut().zip(zi) {
+        *o = a * z.widen();
     }
     let b = scale * st.t;
     for (o, p) in ga.iter_mut().zip(data.psi_row(i)) {
@@ -45,64 +75,422 @@ fn fill_g(data: &Dataset, i: usize, st: &SampleTerms, scale: f64, out: &mut [f64
 
 /// Mean negative log-likelihood `L_n(theta, gamma)`.
 pub fn mean_nll(data: &Dataset, params: &Params) -> f64 {
-    let total = chunked_sum(data.n(), 1, |rows, acc| {
+    let d1 = data.d1();
+    let total = with_features!(data, |z| chunked_sum(data.n(), 1, |rows, acc| {
         for i in rows {
-            acc[0] += terms(data, params, i).loss;
+            acc[0] += row_terms(data, row(z, d1, i), params, i).loss;
         }
-    });
+    }));
     total[0] / data.n() as f64
+}
+
+/// Adds row `i`'s gradient contribution `resid * g_i` to `acc` (theta part, gamma part).
+#[inline(always)]
+fn add_gradient_row<T: Element>(
+    data: &Dataset,
+    zi: &[T],
+    i: usize,
+    st: &SampleTerms,
+    acc: &mut [f64],
+) {
+    let d1 = data.d1();
+    T::axpy_row(st.resid * st.sigma, zi, &mut acc[..d1]);
+    let b = st.resid * st.t;
+    for (g, s) in acc[d1..d1 + data.d2()].iter_mut().zip(data.psi_row(i)) {
+        *g += b * s;
+    }
+}
+
+/// Adds the gamma part of row `i`'s gradient contribution `resid * t * psi_i` to `acc_g`.
+#[inline(always)]
+fn add_gamma_gradient_row(data: &Dataset, i: usize, st: &SampleTerms, acc_g: &mut [f64]) {
+    let b = st.resid * st.t;
+    for (g, s) in acc_g.iter_mut().zip(data.psi_row(i)) {
+        *g += b * s;
+    }
+}
+
+/// The loss and gradient of rows `rows` added to `acc` (theta part, gamma part, loss last),
+/// rows taken two at a time (one read of theta and of the accumulator per pair; every row's
+/// arithmetic, and the order of the additions into `acc`, exactly as one at a time). Calls
+/// `keep(i, terms)` for every row.
+#[inline(always)]
+fn gradient_rows<T: Element>(
+    data: &Dataset,
+    z: &[T],
+    params: &Params,
+    rows: std::ops::Range<usize>,
+    acc: &mut [f64],
+    mut keep: impl FnMut(usize, SampleTerms),
+) {
+    let (d1, p) = (data.d1(), data.n_params());
+    let mut i = rows.start;
+    while i < rows.end {
+        if i + 1 < rows.end {
+            let (z0, z1) = (row(z, d1, i), row(z, d1, i + 1));
+            let (t0, t1) = T::dot_row2(&params.theta, z0, z1);
+            let term = |i: usize, t: f64| {
+                let sigma = rationality(data.psi0()[i], data.psi_row(i), &params.gamma);
+                sample_terms(t, sigma, data.y()[i])
+            };
+            let (s0, s1) = (term(i, t0), term(i + 1, t1));
+            acc[p] += s0.loss;
+            acc[p] += s1.loss;
+            T::axpy_row2(
+                s0.resid * s0.sigma,
+                z0,
+                s1.resid * s1.sigma,
+                z1,
+                &mut acc[..d1],
+            );
+            add_gamma_gradient_row(data, i, &s0, &mut acc[d1..p]);
+            add_gamma_gradient_row(data, i + 1, &s1, &mut acc[d1..p]);
+            keep(i, s0);
+            keep(i + 1, s1);
+            i += 2;
+        } else {
+            let zi = row(z, d1, i);
+            let st = row_terms(data, zi, params, i);
+            acc[p] += st.loss;
+            add_gradient_row(data, zi, i, &st, acc);
+            keep(i, st);
+            i += 1;
+        }
+    }
 }
 
 /// Mean negative log-likelihood and its gradient (stacked, theta first), in one pass.
 pub fn nll_and_gradient(data: &Dataset, params: &Params) -> (f64, Vec<f64>) {
-    let d1 = data.d1();
     let p = data.n_params();
-    let total = chunked_sum(data.n(), p + 1, |rows, acc| {
-        for i in rows {
-            let st = terms(data, params, i);
-            acc[p] += st.loss;
-            let a = st.resid * st.sigma;
-            for (g, z) in acc[..d1].iter_mut().zip(data.z_row(i)) {
-                *g += a * z;
-            }
-            let b = st.resid * st.t;
-            for (g, s) in acc[d1..p].iter_mut().zip(data.psi_row(i)) {
-                *g += b * s;
-            }
-        }
-    });
+    let total = with_features!(data, |z| chunked_sum(data.n(), p + 1, |rows, acc| {
+        gradient_rows(data, z, params, rows, acc, |_, _| {});
+    }));
     let n = data.n() as f64;
     let nll = total[p] / n;
     let grad = total[..p].iter().map(|g| g / n).collect();
     (nll, grad)
 }
 
+/// The gamma part of the gradient at `params` and every row's `t_i = theta . z_i`, in one
+/// pass (a dot product per row, no update over z): the middle half-step of the paper's
+/// Algorithm 1. Bit-identical to the gamma part of [`nll_and_gradient`].
+pub fn gamma_gradient_and_t(data: &Dataset, params: &Params) -> (Vec<f64>, Vec<f64>) {
+    let (d1, d2) = (data.d1(), data.d2());
+    let mut t = vec![0.0; data.n()];
+    let total = with_features!(data, |z| chunked_sum_with_rows(
+        data.n(),
+        d2,
+        &mut t,
+        |rows, acc, out| {
+            for (i, ti) in rows.zip(out.iter_mut()) {
+                let st = row_terms(data, row(z, d1, i), params, i);
+                *ti = st.t;
+                let b = st.resid * st.t;
+                for (g, s) in acc.iter_mut().zip(data.psi_row(i)) {
+                    *g += b * s;
+                }
+            }
+        }
+    ));
+    let n = data.n() as f64;
+    (total.into_iter().map(|g| g / n).collect(), t)
+}
+
+/// [`nll_and_gradient`] at `params` given every row's `t_i = theta . z_i` (as returned by
+/// [`gamma_gradient_and_t`] for the same theta): one pass with an update over z per row and
+/// no dot product. Bit-identical to [`nll_and_gradient`].
+pub fn nll_and_gradient_given_t(data: &Dataset, params: &Params, t: &[f64]) -> (f64, Vec<f64>) {
+    let (p, d1) = (data.n_params(), data.d1());
+    let total = with_features!(data, |z| chunked_sum(data.n(), p + 1, |rows, acc| {
+        for i in rows {
+            let sigma = rationality(data.psi0()[i], data.psi_row(i), &params.gamma);
+            let st = sample_terms(t[i], sigma, data.y()[i]);
+            acc[p] += st.loss;
+            add_gradient_row(data, row(z, d1, i), i, &st, acc);
+        }
+    }));
+    let n = data.n() as f64;
+    (total[p] / n, total[..p].iter().map(|g| g / n).collect())
+}
+
+/// The objective, its gradient and every sample's terms at one point: what a second-order
+/// solver keeps to form Hessian-vector products without re-reading the data twice.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// Mean NLL.
+    pub nll: f64,
+    /// Gradient of the mean NLL (stacked, theta first).
+    pub grad: Vec<f64>,
+    /// Per-sample `t`, `sigma`, loss, residual and weight, in row order.
+    pub terms: Vec<SampleTerms>,
+}
+
+/// [`nll_and_gradient`] plus the per-sample terms, in one pass over the data.
+pub fn evaluate(data: &Dataset, params: &Params) -> Evaluation {
+    let p = data.n_params();
+    let blank = SampleTerms {
+        t: 0.0,
+        sigma: 0.0,
+        loss: 0.0,
+        resid: 0.0,
+        weight: 0.0,
+    };
+    let mut per_row = vec![blank; data.n()];
+    let total = with_features!(data, |z| chunked_sum_with_rows(
+        data.n(),
+        p + 1,
+        &mut per_row,
+        |rows, acc, out| {
+            let start = rows.start;
+            gradient_rows(data, z, params, rows, acc, |i, st| out[i - start] = st);
+        }
+    ));
+    let n = data.n() as f64;
+    Evaluation {
+        nll: total[p] / n,
+        grad: total[..p].iter().map(|g| g / n).collect(),
+        terms: per_row,
+    }
+}
+
+/// Which second-order matrix a Hessian-vector product uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Curvature {
+    /// The observed Hessian `H` of `L_n` (may be indefinite away from a minimum).
+    Observed,
+    /// The expected information `I` (Fisher; positive semi-definite).
+    Expected,
+}
+
+/// `M v` for `M` the observed Hessian or the expected information at the point whose
+/// per-sample `terms` are given (from [`evaluate`]), in one pass over the data.
+///
+/// With `theta_only`, `v` has length d1 and the product is with the theta block `M_tt` only
+/// (gamma held fixed); otherwise `v` is stacked `(v_theta, v_gamma)` of length d1 + d2.
+pub fn hessian_vector(
+    data: &Dataset,
+    terms: &[SampleTerms],
+    v: &[f64],
+    curvature: Curvature,
+    theta_only: bool,
+) -> Vec<f64> {
+    let (d1, d2) = (data.d1(), data.d2());
+    let m = if theta_only { d1 } else { d1 + d2 };
+    assert_eq!(v.len(), m, "hessian_vector: v has the wrong length");
+    let (vt, vg) = v.split_at(d1);
+    let observed = curvature == Curvature::Observed && !theta_only;
+    // Row i's coefficients on z_i and psi_i, given a = v_theta . z_i.
+    let coefficients = |i: usize, a: f64| {
+        let st = &terms[i];
+        let b = if theta_only {
+            0.0
+        } else {
+            crate::linalg::dot(data.psi_row(i), vg)
+        };
+        let s = st.weight * (st.sigma * a + st.t * b);
+        if observed {
+            (s * st.sigma + st.resid * b, s * st.t + st.resid * a)
+        } else {
+            (s * st.sigma, s * st.t)
+        }
+    };
+    let add_gamma = |acc: &mut [f64], i: usize, cg: f64| {
+        if !theta_only {
+            for (o, p) in acc[d1..].iter_mut().zip(data.psi_row(i)) {
+                *o += cg * p;
+            }
+        }
+    };
+    let total = with_features!(data, |z| chunked_sum(data.n(), m, |rows, acc| {
+        // Two rows at a time (v and the accumulator read once per pair); every row's
+        // arithmetic and the order of the additions exactly as one at a time.
+        let mut i = rows.start;
+        while i < rows.end {
+            if i + 1 < rows.end {
+                let (z0, z1) = (row(z, d1, i), row(z, d1, i + 1));
+                let (a0, a1) = Element::dot_row2(vt, z0, z1);
+                let ((ct0, cg0), (ct1, cg1)) = (coefficients(i, a0), coefficients(i + 1, a1));
+                Element::axpy_row2(ct0, z0, ct1, z1, &mut acc[..d1]);
+                add_gamma(acc, i, cg0);
+                add_gamma(acc, i + 1, cg1);
+                i += 2;
+            } else {
+                let zi = row(z, d1, i);
+                let (ct, cg) = coefficients(i, Element::dot_row(vt, zi));
+                Element::axpy_row(ct, zi, &mut acc[..d1]);
+                add_gamma(acc, i, cg);
+                i += 1;
+            }
+        }
+    }));
+    let n = data.n() as f64;
+    total.into_iter().map(|x| x / n).collect()
+}
+
 /// The expected (Fisher) information `I = (1/n) sum w_i g_i g_i^T`, `(d1+d2) x (d1+d2)`,
-/// blocks `I_tt`, `I_tg`, `I_gt`, `I_gg` of SPEC §3.
+/// blocks `I_tt`, `I_tg`, `I_gt`, `I_gg` of SPEC §3. One double-precision Gram product
+/// (`n (d1+d2)^2` flops, see [`gram`]).
 pub fn expected_information(data: &Dataset, params: &Params) -> DMatrix<f64> {
-    gram(data.n(), data.n_params(), data.n() as f64, |i, row| {
-        let st = terms(data, params, i);
-        fill_g(data, i, &st, st.weight.sqrt(), row);
-    })
+    let d1 = data.d1();
+    with_features!(data, |z| gram(
+        data.n(),
+        data.n_params(),
+        data.n() as f64,
+        |i, out| {
+            let zi = row(z, d1, i);
+            let st = row_terms(data, zi, params, i);
+            fill_g(data, zi, i, &st, st.weight.sqrt(), out);
+        }
+    ))
+}
+
+/// The theta block of the expected information at `theta = 0, gamma = 0`,
+/// `(1/n) sum (psi0_i^2 / 4) z_i z_i^T` — a property of the data alone — computed in single
+/// precision (~1e-5 relative accuracy): the base of Newton-CG's preconditioner.
+pub fn data_information_f32(data: &Dataset) -> DMatrix<f64> {
+    weighted_gram_f32(data, |i| 0.25 * data.psi0()[i] * data.psi0()[i])
+}
+
+/// `(1/n) sum c_i z_i z_i^T` (`d1 x d1`) for per-row weights `c_i >= 0`, in single precision:
+/// the theta block of the expected information when `c_i = w_i sigma_i^2`.
+pub fn weighted_gram_f32(data: &Dataset, c: impl Fn(usize) -> f64 + Sync) -> DMatrix<f64> {
+    let d1 = data.d1();
+    with_features!(data, |z| gram_f32(
+        data.n(),
+        d1,
+        data.n() as f64,
+        |i, out: &mut [f32]| {
+            let a = c(i).max(0.0).sqrt();
+            for (o, v) in out.iter_mut().zip(row(z, d1, i)) {
+                *o = (a * v.widen()) as f32;
+            }
+        }
+    ))
+}
+
+/// `|z_i|^2` for every row, in one pass.
+pub fn row_squared_norms(data: &Dataset) -> Vec<f64> {
+    let d1 = data.d1();
+    let mut out = vec![0.0; data.n()];
+    with_features!(data, |z| chunked_sum_with_rows(
+        data.n(),
+        0,
+        &mut out,
+        |rows, _, out| {
+            for (i, o) in rows.zip(out.iter_mut()) {
+                let zi = row(z, d1, i);
+                // Eight partial sums (vectorisable), combined in a fixed order.
+                let mut acc = [0.0f64; 8];
+                let chunks = zi.chunks_exact(8);
+                let tail = chunks.remainder();
+                for c in chunks {
+                    for (a, v) in acc.iter_mut().zip(c) {
+                        let w = v.widen();
+                        *a += w * w;
+                    }
+                }
+                let mut ss = ((acc[0] + acc[4]) + (acc[1] + acc[5]))
+                    + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+                for v in tail {
+                    let w = v.widen();
+                    ss += w * w;
+                }
+                *o = ss;
+            }
+        }
+    ));
+    out
+}
+
+/// `Z^T M / n` (`d1 x d2`, column-major) for `M` row-major `n x d2` with row `i` equal to
+/// `c_i psi_i`, built in the storage precision of z; one GEMM (thread-count independent).
+fn z_transpose_times<T: Scalar + Element>(
+    data: &Dataset,
+    z: &[T],
+    c: impl Fn(usize) -> f64,
+) -> DMatrix<f64> {
+    let (n, d1, d2) = (data.n(), data.d1(), data.d2());
+    let mut m = vec![T::default(); n * d2];
+    for (i, mrow) in m.chunks_exact_mut(d2).enumerate() {
+        let ci = c(i);
+        for (o, p) in mrow.iter_mut().zip(data.psi_row(i)) {
+            *o = T::from_f64(ci * p);
+        }
+    }
+    let mut out = vec![T::default(); d1 * d2];
+    // SAFETY: Z^T is d1 x n (Z row-major n x d1), M is n x d2 row-major, out is d1 x d2
+    // column-major; three separate buffers of those sizes.
+    unsafe {
+        par_gemm(
+            d1,
+            n,
+            d2,
+            T::from_f64(1.0),
+            View {
+                ptr: z.as_ptr(),
+                rs: 1,
+                cs: d1 as isize,
+            },
+            View {
+                ptr: m.as_ptr(),
+                rs: d2 as isize,
+                cs: 1,
+            },
+            T::from_f64(0.0),
+            col_major_mut(out.as_mut_ptr(), d1),
+        );
+    }
+    DMatrix::from_iterator(d1, d2, out.into_iter().map(|v| v.to_f64() / n as f64))
+}
+
+/// The cross block of the expected information `I_tg = (1/n) sum w_i sigma_i t_i z_i psi_i^T`
+/// (`d1 x d2`) from per-sample `terms`: one GEMM `Z^T M` over the data, in the storage
+/// precision of z (for `f32` storage ~1e-6 relative: used by the preconditioner only).
+pub fn cross_information(data: &Dataset, terms: &[SampleTerms]) -> DMatrix<f64> {
+    if data.d2() == 0 {
+        return DMatrix::zeros(data.d1(), 0);
+    }
+    let c = |i: usize| terms[i].weight * terms[i].sigma * terms[i].t;
+    with_features!(data, |z| z_transpose_times(data, z, c))
+}
+
+/// The gamma block of the expected information `I_gg = (1/n) sum w_i t_i^2 psi_i psi_i^T`
+/// (`d2 x d2`) from per-sample `terms` (reads psi only, not z).
+pub fn gamma_information(data: &Dataset, terms: &[SampleTerms]) -> DMatrix<f64> {
+    let d2 = data.d2();
+    let acc = chunked_sum(data.n(), d2 * d2, |rows, acc| {
+        for i in rows {
+            let st = &terms[i];
+            let c = st.weight * st.t * st.t;
+            let psi = data.psi_row(i);
+            for (k, &pk) in psi.iter().enumerate() {
+                if pk != 0.0 {
+                    axpy(c * pk, psi, &mut acc[k * d2..(k + 1) * d2]);
+                }
+            }
+        }
+    });
+    DMatrix::from_column_slice(d2, d2, &acc) / data.n() as f64
 }
 
 /// The residual term of the observed Hessian's cross block,
 /// `(1/n) sum (mu_i - y_i) z_i psi_i^T` (`d1 x d2`); zero in expectation at the truth.
 pub fn residual_cross_term(data: &Dataset, params: &Params) -> DMatrix<f64> {
     let (d1, d2) = (data.d1(), data.d2());
-    let cross = chunked_sum(data.n(), d1 * d2, |rows, acc| {
+    // Column k of the result is acc[k * d1..(k + 1) * d1]; zero covariates (one-hot) are
+    // skipped.
+    let cross = with_features!(data, |z| chunked_sum(data.n(), d1 * d2, |rows, acc| {
         for i in rows {
-            let st = terms(data, params, i);
-            let z = data.z_row(i);
+            let zi = row(z, d1, i);
+            let st = row_terms(data, zi, params, i);
             for (k, &ps) in data.psi_row(i).iter().enumerate() {
-                let a = st.resid * ps;
-                for (j, zj) in z.iter().enumerate() {
-                    acc[j * d2 + k] += a * zj;
+                if ps != 0.0 {
+                    Element::axpy_row(st.resid * ps, zi, &mut acc[k * d1..(k + 1) * d1]);
                 }
             }
         }
-    });
-    DMatrix::from_row_slice(d1, d2, &cross) / data.n() as f64
+    }));
+    DMatrix::from_column_slice(d1, d2, &cross) / data.n() as f64
 }
 
 /// Adds the residual cross term (see [`residual_cross_term`]) to the expected information,
@@ -133,8 +521,7 @@ pub fn observed_hessian(data: &Dataset, params: &Params) -> DMatrix<f64> {
 ///
 /// `clustered = true` requires cluster ids in the dataset (the caller checks).
 pub fn score_outer_product(data: &Dataset, params: &Params, clustered: bool) -> DMatrix<f64> {
-    let p = data.n_params();
-    let n = data.n();
+    let (p, n, d1) = (data.n_params(), data.n(), data.d1());
     match (clustered, data.cluster()) {
         (true, Some(ids)) => {
             let mut index: BTreeMap<i64, usize> = BTreeMap::new();
@@ -151,22 +538,26 @@ pub fn score_outer_product(data: &Dataset, params: &Params, clustered: bool) -> 
             let g = index.len();
             let mut sums = vec![0.0; g * p];
             let mut buf = vec![0.0; p];
-            for (i, &c) in ids.iter().enumerate() {
-                let st = terms(data, params, i);
-                fill_g(data, i, &st, st.resid, &mut buf);
-                let row = order[&index[&c]];
-                for (s, b) in sums[row * p..(row + 1) * p].iter_mut().zip(&buf) {
-                    *s += b;
+            with_features!(data, |z| {
+                for (i, &c) in ids.iter().enumerate() {
+                    let zi = row(z, d1, i);
+                    let st = row_terms(data, zi, params, i);
+                    fill_g(data, zi, i, &st, st.resid, &mut buf);
+                    let r = order[&index[&c]];
+                    for (s, b) in sums[r * p..(r + 1) * p].iter_mut().zip(&buf) {
+                        *s += b;
+                    }
                 }
-            }
-            gram(g, p, n as f64, |c, row| {
-                row.copy_from_slice(&sums[c * p..(c + 1) * p])
+            });
+            gram(g, p, n as f64, |c, out| {
+                out.copy_from_slice(&sums[c * p..(c + 1) * p])
             })
         }
-        _ => gram(n, p, n as f64, |i, row| {
-            let st = terms(data, params, i);
-            fill_g(data, i, &st, st.resid, row);
-        }),
+        _ => with_features!(data, |z| gram(n, p, n as f64, |i, out| {
+            let zi = row(z, d1, i);
+            let st = row_terms(data, zi, params, i);
+            fill_g(data, zi, i, &st, st.resid, out);
+        })),
     }
 }
 
@@ -260,6 +651,93 @@ mod tests {
         for (x, y) in ga.iter().zip(&gb) {
             assert!((x - y).abs() < 1e-13);
         }
+    }
+
+    #[test]
+    fn fused_agd_passes_equal_the_full_pass_bit_for_bit() {
+        let (data, params) = fixture();
+        let (nll, grad) = nll_and_gradient(&data, &params);
+        let (gg, t) = gamma_gradient_and_t(&data, &params);
+        assert_eq!(&grad[3..], &gg[..]);
+        assert_eq!(
+            nll_and_gradient_given_t(&data, &params, &t),
+            (nll, grad.clone())
+        );
+        let ev = evaluate(&data, &params);
+        assert_eq!((ev.nll, ev.grad), (nll, grad));
+    }
+
+    #[test]
+    fn hessian_vector_products_match_the_matrices() {
+        let (data, params) = fixture();
+        let ev = evaluate(&data, &params);
+        let v = vec![0.3, -1.2, 0.7, 2.0, -0.4];
+        let dv = nalgebra::DVector::from_column_slice(&v);
+        for (curvature, m) in [
+            (Curvature::Observed, observed_hessian(&data, &params)),
+            (Curvature::Expected, expected_information(&data, &params)),
+        ] {
+            let want = &m * &dv;
+            let got = hessian_vector(&data, &ev.terms, &v, curvature, false);
+            for (a, b) in got.iter().zip(want.iter()) {
+                assert!((a - b).abs() < 1e-12 * (1.0 + b.abs()), "{curvature:?}");
+            }
+            let want_t = m.view((0, 0), (3, 3)) * dv.rows(0, 3);
+            let got_t = hessian_vector(&data, &ev.terms, &v[..3], curvature, true);
+            for (a, b) in got_t.iter().zip(want_t.iter()) {
+                assert!((a - b).abs() < 1e-12 * (1.0 + b.abs()));
+            }
+        }
+        // The blocks the Newton-CG preconditioner uses.
+        let info = expected_information(&data, &params);
+        let cross = cross_information(&data, &ev.terms);
+        let gg = gamma_information(&data, &ev.terms);
+        assert!((cross - info.view((0, 3), (3, 2))).abs().max() < 1e-12);
+        assert!((gg - info.view((3, 3), (2, 2))).abs().max() < 1e-12);
+    }
+
+    #[test]
+    fn single_precision_storage_gives_the_same_passes() {
+        // z values exactly representable in f32: both storages must agree bit for bit.
+        let (data, params) = fixture();
+        let z32: Vec<f32> = data.z().iter().map(|&v| v as f32).collect();
+        let z64: Vec<f64> = z32.iter().map(|&v| f64::from(v)).collect();
+        let build64 = Dataset::new(
+            3,
+            2,
+            z64,
+            data.psi0().to_vec(),
+            data.psi().to_vec(),
+            data.y().to_vec(),
+            None,
+        )
+        .unwrap();
+        let build32 = Dataset::new_f32(
+            3,
+            2,
+            z32,
+            data.psi0().to_vec(),
+            data.psi().to_vec(),
+            data.y().to_vec(),
+            None,
+        )
+        .unwrap();
+        assert!(build32.is_f32() && !build64.is_f32());
+        assert_eq!(build32.z(), build64.z());
+        assert_eq!(
+            nll_and_gradient(&build32, &params),
+            nll_and_gradient(&build64, &params)
+        );
+        assert_eq!(
+            expected_information(&build32, &params),
+            expected_information(&build64, &params)
+        );
+        let ev = evaluate(&build64, &params);
+        let v = [0.1, 0.2, -0.3, 0.4, 0.5];
+        assert_eq!(
+            hessian_vector(&build32, &ev.terms, &v, Curvature::Observed, false),
+            hessian_vector(&build64, &ev.terms, &v, Curvature::Observed, false)
+        );
     }
 
     #[test]

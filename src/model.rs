@@ -52,23 +52,12 @@ impl Params {
     }
 }
 
-/// Dot product of two equal-length slices.
+/// Dot product of two equal-length slices (fixed summation order: deterministic; an AVX2+FMA
+/// kernel where the CPU has one, see [`crate::linalg::dot`]).
 #[inline]
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     debug_assert_eq!(a.len(), b.len());
-    // Four independent accumulators let the compiler vectorise; order is fixed (deterministic).
-    let mut acc = [0.0f64; 4];
-    let chunks = a.len() / 4;
-    for c in 0..chunks {
-        for l in 0..4 {
-            acc[l] += a[4 * c + l] * b[4 * c + l];
-        }
-    }
-    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    for j in 4 * chunks..a.len() {
-        s += a[j] * b[j];
-    }
-    s
+    crate::linalg::dot(a, b)
 }
 
 /// Rationality `sigma = psi0 + gamma . psi` of one annotator profile.

@@ -68,3 +68,31 @@ where
     }
     total
 }
+
+/// [`chunked_sum`] that also writes one output per row: chunk `c` folds rows
+/// `c * CHUNK_ROWS..` into its zeroed accumulator and writes `rows_out[row]` for its rows
+/// (`rows_out.len() == n`). Same fixed chunking and reduction order: thread-count independent.
+pub fn chunked_sum_with_rows<R, F>(n: usize, len: usize, rows_out: &mut [R], fold: F) -> Vec<f64>
+where
+    R: Send,
+    F: Fn(std::ops::Range<usize>, &mut [f64], &mut [R]) + Sync,
+{
+    assert_eq!(rows_out.len(), n, "one output per row");
+    let partials: Vec<Vec<f64>> = rows_out
+        .par_chunks_mut(CHUNK_ROWS)
+        .enumerate()
+        .map(|(c, out)| {
+            let mut acc = vec![0.0; len];
+            let start = c * CHUNK_ROWS;
+            fold(start..start + out.len(), &mut acc, out);
+            acc
+        })
+        .collect();
+    let mut total = vec![0.0; len];
+    for part in &partials {
+        for (t, p) in total.iter_mut().zip(part) {
+            *t += p;
+        }
+    }
+    total
+}

@@ -390,9 +390,11 @@ pub extern "C" fn hetreward_model_compare(
         let comparisons: Vec<hetreward_comparison> = rows0
             .chunks_exact(d1)
             .zip(rows1.chunks_exact(d1))
-            .map(|(a, b)| {
+            .enumerate()
+            .map(|(i, (a, b))| {
                 let c = select::compare_unchecked(model, a, b, q, method);
-                hetreward_comparison {
+                c.check_finite(i)?;
+                Ok(hetreward_comparison {
                     diff: c.diff,
                     se: c.se,
                     lower: c.lower,
@@ -403,9 +405,9 @@ pub extern "C" fn hetreward_model_compare(
                         Verdict::Tie => HETREWARD_VERDICT_TIE,
                         Verdict::Loss => HETREWARD_VERDICT_LOSS,
                     },
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         // SAFETY: `out` holds m elements (header contract).
         unsafe { write_slice(out, &comparisons) };
         Ok(())
@@ -439,6 +441,9 @@ pub extern "C" fn hetreward_model_select(
         // SAFETY: NULL or a live model (header contract).
         let model = unsafe { model_ref(model)? };
         check_dim("d1", d1, model.d1(), "the model's d1")?;
+        if n_candidates == 0 {
+            return Err(Error::dims("n_candidates", "at least one candidate", 0));
+        }
         // SAFETY: `phi` holds n_candidates * d1 floats, `penalty` n_candidates doubles.
         let (phi, penalty) = unsafe {
             (

@@ -6,14 +6,16 @@
 //! ```
 //!
 //! with the model's `sigma = psi0 + gamma . psi` in the gradients (SPEC §7.1: the paper's
-//! algorithm box writes `gamma . psi`). Two passes over the data per iteration: one for the
-//! gamma gradient at `(theta_t, gamma_{t-1})`, one for the full gradient at the new point (the
-//! next theta step and the convergence check).
+//! algorithm box writes `gamma . psi`). Two passes over the data per iteration, the minimum
+//! (the gamma step needs `theta_t . z_i`, the next theta step the new residuals): the first
+//! computes `t_i = theta_t . z_i` and the gamma gradient at `(theta_t, gamma_{t-1})` (dot
+//! products only); the second reuses the `t_i` (theta has not moved) for the full gradient at
+//! the new point (the next theta step and the convergence check; updates only).
 
 use super::{Solver, State, Step};
 use crate::data::Dataset;
 use crate::error::Result;
-use crate::likelihood::nll_and_gradient;
+use crate::likelihood::{gamma_gradient_and_t, nll_and_gradient_given_t};
 use crate::model::Params;
 
 /// Alternating gradient descent with fixed step sizes.
@@ -44,12 +46,14 @@ impl Solver for Agd {
             theta,
             gamma: state.params.gamma.clone(),
         };
-        if data.d2() > 0 {
-            let (_, grad) = nll_and_gradient(data, &params);
-            for (c, g) in params.gamma.iter_mut().zip(&grad[d1..]) {
-                *c -= self.eta2 * g;
-            }
+        if data.d2() == 0 {
+            return Ok(Step::Moved(State::at(data, params)));
         }
-        Ok(Step::Moved(State::at(data, params)))
+        let (grad_gamma, t) = gamma_gradient_and_t(data, &params);
+        for (c, g) in params.gamma.iter_mut().zip(&grad_gamma) {
+            *c -= self.eta2 * g;
+        }
+        let (nll, grad) = nll_and_gradient_given_t(data, &params, &t);
+        Ok(Step::Moved(State { params, nll, grad }))
     }
 }

@@ -5,15 +5,25 @@
 //!
 //! * [`SolverKind::Newton`] (default): damped Newton on the joint likelihood with an Armijo
 //!   line search, falling back to Fisher scoring (the expected information, always positive
-//!   semi-definite) where the observed Hessian is indefinite. Quadratic convergence near the
-//!   optimum. Because `L_n` is biconvex but not jointly convex, it is run from several starts
-//!   (the homogeneous fit, plus `restarts` seeded random starts) and the lowest optimum wins.
+//!   semi-definite) where the observed Hessian is indefinite. Two ways to solve each step's
+//!   linear system, chosen by size ([`NewtonVariant::Auto`]):
+//!   * up to [`DENSE_NEWTON_MAX_PARAMS`] parameters, the full Hessian is formed and factored
+//!     every iteration ([`newton`]; quadratic convergence, exact steps);
+//!   * above, inexact Newton with preconditioned conjugate gradients ([`newton_cg`]): the
+//!     Hessian is never formed, each CG iteration is one pass over the data, and the
+//!     preconditioner is a single-precision information matrix built once per run. At the
+//!     paper's scale (n = 33,845, d1 = 2048, d2 = 38) this is what makes a fit take seconds.
+//!
+//!   Because `L_n` is biconvex but not jointly convex, small problems (up to
+//!   [`MULTI_START_MAX_PARAMS`] parameters) are also run from `restarts` seeded random
+//!   starts and the lowest optimum wins; see [`FitOptions::restarts`].
 //! * [`SolverKind::Agd`]: the paper's Algorithm 1, faithfully (see [`agd`]).
 //!
 //! Results are deterministic for a seed whatever the thread count (see [`crate::parallel`]).
 
 pub mod agd;
 pub mod newton;
+pub mod newton_cg;
 
 use crate::data::Dataset;
 use crate::error::{check_finite, Error, Result};
@@ -23,6 +33,43 @@ use crate::parallel::run_in_pool;
 use rand::Rng;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+
+/// Problems with at most this many parameters (`d1 + d2`) use the dense Newton variant (and
+/// random restarts); larger ones use Newton-CG.
+pub const DENSE_NEWTON_MAX_PARAMS: usize = 256;
+
+/// Random restarts ([`FitOptions::restarts`]) are run only up to this many parameters.
+pub const MULTI_START_MAX_PARAMS: usize = DENSE_NEWTON_MAX_PARAMS;
+
+/// How the Newton solver solves the linear system of each step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NewtonVariant {
+    /// Dense up to [`DENSE_NEWTON_MAX_PARAMS`] parameters, CG above (the default).
+    #[default]
+    Auto,
+    /// Form and factor the full Hessian every iteration ([`newton::Newton`]).
+    Dense,
+    /// Preconditioned conjugate gradients on Hessian-vector products ([`newton_cg::NewtonCg`]).
+    Cg,
+}
+
+/// Expert settings of a fit that are not part of [`FitOptions`] (which the CLI and the C ABI
+/// mirror). [`Tuning::default`] is what [`fit`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tuning {
+    /// Linear-system strategy of the Newton solver. Default [`NewtonVariant::Auto`].
+    pub newton: NewtonVariant,
+}
+
+/// Work done by a fit, for benchmarks and diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Diagnostics {
+    /// The Newton variant that ran (`Dense` or `Cg`; `Auto` for agd).
+    pub newton: NewtonVariant,
+    /// Newton-CG counters summed over the homogeneous start and every start (zero for the
+    /// dense variant and agd).
+    pub cg: newton_cg::CgStats,
+}
 
 /// Which algorithm minimises `L_n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +131,12 @@ pub struct FitOptions {
     pub seed: u64,
     /// Starting point. Default: the homogeneous fit.
     pub init: Init,
-    /// Extra seeded U(-1,1) starts tried by the Newton solver (the best optimum wins).
-    /// Default 2. Ignored by agd, which is single-start as in the paper.
+    /// Extra seeded U(-1,1) starts tried by the Newton solver (the best optimum wins) on
+    /// problems with at most [`MULTI_START_MAX_PARAMS`] parameters (`d1 + d2`) and `d2 > 0`.
+    /// Larger problems are fitted from the default start only: a U(-1,1) start in hundreds of
+    /// dimensions puts every logit deep in saturation and costs a full solve of its own. The
+    /// report's `starts` says how many were run. Default 2. Ignored by agd, which is
+    /// single-start as in the paper.
     pub restarts: usize,
     /// Worker threads; 0 = all cores. Results do not depend on it.
     pub threads: usize,
@@ -365,10 +416,22 @@ pub fn run_solver(
 /// [`Error::Cancelled`]. A fit that does not converge is *not* an error: its report says so
 /// (`converged = false` and the [`Termination`]).
 pub fn fit(data: &Dataset, options: &FitOptions, control: &FitControl) -> Result<Fit> {
+    fit_with(data, options, &Tuning::default(), control).map(|(fit, _)| fit)
+}
+
+/// [`fit`] with expert [`Tuning`], also returning the [`Diagnostics`] (work counters).
+pub fn fit_with(
+    data: &Dataset,
+    options: &FitOptions,
+    tuning: &Tuning,
+    control: &FitControl,
+) -> Result<(Fit, Diagnostics)> {
     options.check(data.d1(), data.d2())?;
     let started = Instant::now();
-    let (best, runs) = run_in_pool(options.threads, || fit_in_pool(data, options, control))??;
-    Ok(Fit {
+    let (best, runs, diagnostics) = run_in_pool(options.threads, || {
+        fit_in_pool(data, options, tuning, control)
+    })??;
+    let fit = Fit {
         report: FitReport {
             solver: options.solver,
             iterations: best.iterations,
@@ -382,41 +445,87 @@ pub fn fit(data: &Dataset, options: &FitOptions, control: &FitControl) -> Result
             tol: options.tol,
         },
         params: best.state.params,
-    })
+    };
+    Ok((fit, diagnostics))
+}
+
+/// The Newton variant that `tuning` selects for `data`.
+fn newton_variant(data: &Dataset, tuning: &Tuning) -> NewtonVariant {
+    match tuning.newton {
+        NewtonVariant::Auto if data.n_params() <= DENSE_NEWTON_MAX_PARAMS => NewtonVariant::Dense,
+        NewtonVariant::Auto => NewtonVariant::Cg,
+        v => v,
+    }
 }
 
 fn fit_in_pool(
     data: &Dataset,
     options: &FitOptions,
+    tuning: &Tuning,
     control: &FitControl,
-) -> Result<(Run, Vec<Run>)> {
+) -> Result<(Run, Vec<Run>, Diagnostics)> {
     let max_iter = options.effective_max_iter();
+    let variant = newton_variant(data, tuning);
+    let mut diagnostics = Diagnostics {
+        newton: if options.solver == SolverKind::Newton {
+            variant
+        } else {
+            NewtonVariant::Auto
+        },
+        ..Diagnostics::default()
+    };
     let mut rng = crate::sim::rng(options.seed);
     // Iterations spent finding the first start (the homogeneous fit) count towards it.
+    // Newton-CG's data preconditioner, built once and shared by every run, and the homogeneous
+    // start's last evaluation (its per-sample terms serve the joint run's first step).
+    let mut shared: Option<std::sync::Arc<newton_cg::DataPreconditioner>> = None;
+    let mut handover: Option<(Params, crate::likelihood::Evaluation)> = None;
     let (first, prelude_iterations) = match &options.init {
-        Init::Default => homogeneous_start(data, control)?,
+        Init::Default => homogeneous_start(
+            data,
+            variant,
+            options.tol,
+            control,
+            &mut diagnostics,
+            &mut shared,
+            &mut handover,
+        )?,
         Init::Random => (random_params(data, &mut rng), 0),
         Init::Explicit(p) => (p.clone(), 0),
     };
     let mut starts = vec![first];
-    if options.solver == SolverKind::Newton && data.d2() > 0 {
+    if options.solver == SolverKind::Newton
+        && data.d2() > 0
+        && data.n_params() <= MULTI_START_MAX_PARAMS
+    {
         starts.extend((0..options.restarts).map(|_| random_params(data, &mut rng)));
     }
     let mut runs = Vec::with_capacity(starts.len());
     for (k, start) in starts.into_iter().enumerate() {
-        let state = State::at(data, start);
-        let run = match options.solver {
-            SolverKind::Newton => run_solver(
+        let run = match (options.solver, variant) {
+            (SolverKind::Newton, NewtonVariant::Cg) => {
+                let mut solver = newton_cg::NewtonCg::joint(shared.clone());
+                let state = match handover.take() {
+                    Some((params, eval)) if params == start => solver.start_from(params, eval),
+                    _ => State::at(data, start),
+                };
+                let run = run_solver(&mut solver, data, state, options.tol, max_iter, control, k);
+                add_stats(&mut diagnostics.cg, &solver.stats);
+                shared = solver.data_preconditioner();
+                run?
+            }
+            (SolverKind::Newton, _) => run_solver(
                 &mut newton::Newton::joint(),
                 data,
-                state,
+                State::at(data, start),
                 options.tol,
                 max_iter,
                 control,
                 k,
             )?,
-            SolverKind::Agd => {
+            (SolverKind::Agd, _) => {
                 let mut solver = agd::Agd::new(options.eta1, options.eta2);
+                let state = State::at(data, start);
                 run_solver(&mut solver, data, state, options.tol, max_iter, control, k)?
             }
         };
@@ -424,7 +533,20 @@ fn fit_in_pool(
     }
     runs[0].iterations += prelude_iterations;
     let best = best_run(&runs).clone();
-    Ok((best, runs))
+    Ok((best, runs, diagnostics))
+}
+
+fn add_stats(total: &mut newton_cg::CgStats, s: &newton_cg::CgStats) {
+    total.newton_steps += s.newton_steps;
+    total.cg_iterations += s.cg_iterations;
+    total.passes += s.passes;
+    total.fisher_steps += s.fisher_steps;
+    total.preconditioner_builds += s.preconditioner_builds;
+    total.preconditioner_seconds += s.preconditioner_seconds;
+    total.product_seconds += s.product_seconds;
+    total.evaluation_seconds += s.evaluation_seconds;
+    total.block_seconds += s.block_seconds;
+    total.apply_seconds += s.apply_seconds;
 }
 
 /// The start whose optimum is best: converged runs beat unconverged ones, then the lower NLL
@@ -459,9 +581,113 @@ fn random_params(data: &Dataset, rng: &mut impl Rng) -> Params {
 /// The default start: gamma = 0 and theta the maximiser with gamma held at 0 — a convex
 /// logistic regression of y on `psi0 * z` (exactly the MLE when d2 = 0).
 /// Returns the start and the iterations it took.
-fn homogeneous_start(data: &Dataset, control: &FitControl) -> Result<(Params, usize)> {
+/// Newton-CG solves the homogeneous start to this fraction of its initial gradient norm.
+const HOMOGENEOUS_START_RTOL: f64 = 1e-4;
+
+fn homogeneous_start(
+    data: &Dataset,
+    variant: NewtonVariant,
+    tol: f64,
+    control: &FitControl,
+    diagnostics: &mut Diagnostics,
+    shared: &mut Option<std::sync::Arc<newton_cg::DataPreconditioner>>,
+    handover: &mut Option<(Params, crate::likelihood::Evaluation)>,
+) -> Result<(Params, usize)> {
     let state = State::at(data, Params::zeros(data.d1(), data.d2()));
-    let mut solver = newton::Newton::theta_only();
-    let run = run_solver(&mut solver, data, state, 1e-10, 50, control, 0)?;
+    let run = if variant == NewtonVariant::Cg {
+        // Only a start: solved to 1e-4 of the initial gradient (or `tol`, if tighter). The
+        // joint run that follows (for d2 = 0, the same problem) goes on to `tol`.
+        let g0 = state.grad[..data.d1()]
+            .iter()
+            .map(|g| g * g)
+            .sum::<f64>()
+            .sqrt();
+        let start_tol = (HOMOGENEOUS_START_RTOL * g0).max(tol);
+        let mut solver = newton_cg::NewtonCg::theta_only(shared.clone());
+        let run = run_solver(&mut solver, data, state, start_tol, 50, control, 0);
+        add_stats(&mut diagnostics.cg, &solver.stats);
+        *shared = solver.data_preconditioner();
+        *handover = solver.take_last();
+        run?
+    } else {
+        let mut solver = newton::Newton::theta_only();
+        run_solver(&mut solver, data, state, 1e-10, 50, control, 0)?
+    };
     Ok((run.state.params, run.iterations))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::one_hot_groups;
+
+    fn data() -> Dataset {
+        let theta: Vec<f64> = (0..40).map(|j| ((j as f64) * 0.37).sin() * 0.6).collect();
+        one_hot_groups(4000, &theta, &[0.6, -0.5, 0.9, -1.4], 5)
+    }
+
+    fn run(data: &Dataset, newton: NewtonVariant, threads: usize) -> (Fit, Diagnostics) {
+        let options = FitOptions {
+            threads,
+            restarts: 0,
+            ..FitOptions::default()
+        };
+        fit_with(data, &options, &Tuning { newton }, &FitControl::default()).unwrap()
+    }
+
+    #[test]
+    fn newton_cg_reaches_the_dense_newton_optimum() {
+        let data = data();
+        let (dense, dd) = run(&data, NewtonVariant::Dense, 2);
+        let (cg, dc) = run(&data, NewtonVariant::Cg, 2);
+        assert_eq!(dd.newton, NewtonVariant::Dense);
+        assert_eq!(dc.newton, NewtonVariant::Cg);
+        assert!(dense.report.converged && cg.report.converged);
+        assert!(dc.cg.cg_iterations > 0 && dc.cg.passes > dc.cg.cg_iterations);
+        let dist = dense
+            .params
+            .stacked()
+            .iter()
+            .zip(cg.params.stacked())
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        assert!(dist < 1e-7, "distance {dist}");
+        assert!((dense.report.neg_loglik - cg.report.neg_loglik).abs() < 1e-13);
+    }
+
+    #[test]
+    fn newton_cg_does_not_depend_on_thread_count() {
+        let data = data();
+        let (one, _) = run(&data, NewtonVariant::Cg, 1);
+        let (three, _) = run(&data, NewtonVariant::Cg, 3);
+        assert_eq!(one.params, three.params);
+        assert_eq!(one.report.iterations, three.report.iterations);
+    }
+
+    #[test]
+    fn automatic_variant_and_restarts_follow_the_size() {
+        let small = crate::sim::paper_simulation(300, crate::sim::ActionDesign::Uniform, 2);
+        let (f, d) = fit_with(
+            &small,
+            &FitOptions::default(),
+            &Tuning::default(),
+            &FitControl::default(),
+        )
+        .unwrap();
+        assert_eq!(d.newton, NewtonVariant::Dense);
+        assert_eq!(f.report.starts, 3); // homogeneous start + 2 restarts
+        let theta = vec![0.05; DENSE_NEWTON_MAX_PARAMS];
+        let big = one_hot_groups(5000, &theta, &[0.5], 3);
+        let (f, d) = fit_with(
+            &big,
+            &FitOptions::default(),
+            &Tuning::default(),
+            &FitControl::default(),
+        )
+        .unwrap();
+        assert_eq!(d.newton, NewtonVariant::Cg);
+        assert_eq!(f.report.starts, 1); // above MULTI_START_MAX_PARAMS: no restarts
+        assert!(f.report.converged, "{:?}", f.report);
+    }
 }

@@ -32,7 +32,7 @@ impl CsvTable {
             .from_reader(reader);
         let columns: Vec<String> = rdr
             .headers()
-            .map_err(|e| Error::format(name, format!("cannot read the header: {e}")))?
+            .map_err(|e| csv_error(name, "cannot read the header", e))?
             .iter()
             .map(str::to_string)
             .collect();
@@ -42,8 +42,7 @@ impl CsvTable {
         let mut values = Vec::new();
         let mut rows = 0;
         for (r, record) in rdr.records().enumerate() {
-            let record =
-                record.map_err(|e| Error::format(name, format!("data row {}: {e}", r + 1)))?;
+            let record = record.map_err(|e| csv_error(name, &format!("data row {}", r + 1), e))?;
             for (c, field) in record.iter().enumerate() {
                 let v: f64 = field.parse().map_err(|_| {
                     Error::format(
@@ -103,5 +102,15 @@ impl CsvTable {
             out.extend(idx.iter().map(|&c| self.values[r * width + c]));
         }
         (idx.len(), out)
+    }
+}
+
+/// A CSV reader error: an I/O failure (e.g. the path is a folder) is [`Error::Io`], anything
+/// else (bad UTF-8, ragged rows) a format error at `place`.
+fn csv_error(name: &str, place: &str, e: csv::Error) -> Error {
+    let detail = format!("{place}: {e}");
+    match e.into_kind() {
+        csv::ErrorKind::Io(io) => Error::io(name, &io),
+        _ => Error::format(name, detail),
     }
 }

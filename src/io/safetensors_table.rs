@@ -79,7 +79,10 @@ impl SafetensorsFile {
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(Error::format(
                 &self.path,
-                format!("tensor `{name}`: non-finite value at {}", position(view.shape(), i)),
+                format!(
+                    "tensor `{name}`: non-finite value at {}",
+                    position(view.shape(), i)
+                ),
             ));
         }
         Ok(Tensor {

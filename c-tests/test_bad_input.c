@@ -1,0 +1,1218 @@
+/* test_bad_input: the bad-input matrix of the C API (issue 7, SPEC §8).
+ *
+ * For every exported function and every argument: NULL, zero and mismatched dimensions,
+ * NaN/Inf in each array, labels not in {0,1}, psi0 all zero or in the span of psi, n too small,
+ * alpha outside (0, 1), non-finite penalties, a model used with the wrong d1, damaged files.
+ * Each case checks
+ *   - the status code,
+ *   - that hetreward_last_error_message() names the argument (and the index, where there is one),
+ *   - that the out-parameters were not written,
+ *   - that the handles involved still work afterwards: the model scores bit-identically to
+ *     before, the dataset and fitter fit again to the same estimate.
+ *
+ * The cases are also the documentation: the test renders them as a Markdown table and compares
+ * it with the table in docs/errors.md (between the c-api markers); a difference fails the test.
+ * HETREWARD_BLESS=1 rewrites the table instead. */
+#include "common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#ifndef HETREWARD_ERRORS_DOC
+#error "HETREWARD_ERRORS_DOC (path of docs/errors.md) must be defined by the build"
+#endif
+
+#define N 200
+#define M 8
+
+static hetreward_dataset *const DS_SENTINEL = (hetreward_dataset *)(uintptr_t)0x5EED;
+static hetreward_model *const MODEL_SENTINEL = (hetreward_model *)(uintptr_t)0x5EED;
+static hetreward_fitter *const FITTER_SENTINEL = (hetreward_fitter *)(uintptr_t)0x5EED;
+
+/* ---- the state every case is checked against ------------------------------------------- */
+
+static test_data data;              /* the training arrays (valid) */
+static hetreward_dataset *dataset;  /* built from them */
+static hetreward_fitter *fitter;    /* default params */
+static hetreward_model *model;      /* fitted from them */
+static double base_theta[D1];       /* its estimate */
+static float *phi;                  /* M x D1 valid answers */
+static hetreward_reward base_rewards[M];
+
+/* Outputs of the failing calls: they must keep these sentinel values. */
+static hetreward_dataset *out_ds;
+static hetreward_fitter *out_fitter;
+static hetreward_model *out_model;
+static double out_values[D1 + D2 + 2];
+static hetreward_reward out_rewards[M];
+static hetreward_comparison out_cmp[M];
+static hetreward_candidate out_cand[M];
+static hetreward_fit_report out_report;
+static size_t out_index, out_len;
+static double out_sigma, out_se;
+
+static void reset_outputs(void) {
+    size_t i;
+    out_ds = DS_SENTINEL;
+    out_fitter = FITTER_SENTINEL;
+    out_model = MODEL_SENTINEL;
+    for (i = 0; i < sizeof out_values / sizeof out_values[0]; i++) out_values[i] = -7.0;
+    memset(out_rewards, 0x5A, sizeof out_rewards);
+    memset(out_cmp, 0x5A, sizeof out_cmp);
+    memset(out_cand, 0x5A, sizeof out_cand);
+    memset(&out_report, 0x5A, sizeof out_report);
+    out_index = 777;
+    out_len = 777;
+    out_sigma = out_se = -7.0;
+}
+
+static int outputs_untouched(void) {
+    unsigned char pattern[sizeof out_cand];
+    size_t i;
+    memset(pattern, 0x5A, sizeof pattern);
+    for (i = 0; i < sizeof out_values / sizeof out_values[0]; i++)
+        if (out_values[i] != -7.0) return 0;
+    return out_ds == DS_SENTINEL && out_fitter == FITTER_SENTINEL && out_model == MODEL_SENTINEL &&
+           memcmp(out_rewards, pattern, sizeof out_rewards) == 0 &&
+           memcmp(out_cmp, pattern, sizeof out_cmp) == 0 &&
+           memcmp(out_cand, pattern, sizeof out_cand) == 0 &&
+           memcmp(&out_report, pattern, sizeof out_report) == 0 && out_index == 777 &&
+           out_len == 777 && out_sigma == -7.0 && out_se == -7.0;
+}
+
+/* The model answers exactly as before; the dataset is unchanged. */
+static void check_model_and_dataset(void) {
+    hetreward_reward again[M];
+    CHECK_OK(hetreward_model_score(model, phi, M, D1, 0.05, again));
+    CHECK(memcmp(again, base_rewards, sizeof again) == 0);
+    CHECK(hetreward_dataset_n(dataset) == N && hetreward_dataset_d1(dataset) == D1 &&
+          hetreward_dataset_d2(dataset) == D2);
+}
+
+/* The dataset and the default fitter still fit, to the same estimate. */
+static void check_fit_again(void) {
+    hetreward_model *m = NULL;
+    double theta[D1];
+    CHECK_OK(hetreward_fitter_fit(fitter, dataset, &m));
+    CHECK_OK(hetreward_model_theta(m, theta, D1));
+    CHECK(memcmp(theta, base_theta, sizeof theta) == 0);
+    hetreward_model_free(m);
+}
+
+/* ---- the table --------------------------------------------------------------------------- */
+
+static char *table;
+static size_t table_len, table_cap;
+static int n_cases;
+
+static void append(const char *fmt, ...) {
+    va_list ap;
+    int k;
+    for (;;) {
+        va_start(ap, fmt);
+        k = vsnprintf(table + table_len, table_cap - table_len, fmt, ap);
+        va_end(ap);
+        CHECK(k >= 0);
+        if (table_len + (size_t)k < table_cap) break;
+        table_cap = 2 * (table_len + (size_t)k + 1024);
+        table = (char *)realloc(table, table_cap);
+        CHECK(table != NULL);
+    }
+    table_len += (size_t)k;
+}
+
+/* Appends `s` with Markdown's table delimiter escaped. With `mask`, every number becomes `#`:
+ * for messages that report numerical results (singular information, non-convergence), whose
+ * digits move with any change of the solver and are not part of the contract. */
+static void append_cell_masked(const char *s, int mask) {
+    for (; *s; s++) {
+        if (*s == '|') append("\\|");
+        else if (*s == '\n') append(" ");
+        else if (mask && *s >= '0' && *s <= '9') {
+            append("#");
+            while ((s[1] >= '0' && s[1] <= '9') || s[1] == '.' || s[1] == 'e' ||
+                   ((s[1] == '-' || s[1] == '+') && s[0] == 'e'))
+                s++;
+        } else append("%c", *s);
+    }
+}
+
+static void append_cell(const char *s) {
+    append_cell_masked(s, 0);
+}
+
+static const char *current_function = "";
+
+static void function_header(const char *name) {
+    current_function = name;
+}
+
+/* Records one case: checks the status and the message, then that nothing was written and the
+ * handles still work. `needles` are '\x1f'-separated substrings the message must contain. */
+static void record(int line, const char *argument, const char *condition, hetreward_status got,
+                   hetreward_status expected, const char *needles) {
+    const char *msg = hetreward_last_error_message();
+    char buf[512];
+    const char *p = needles;
+    if (got != expected) {
+        fprintf(stderr, "test_bad_input.c:%d: %s(%s: %s) returned %s, expected %s (\"%s\")\n",
+                line, current_function, argument, condition, hetreward_status_name(got),
+                hetreward_status_name(expected), msg);
+        exit(1);
+    }
+    while (*p) {
+        size_t k = strcspn(p, "\x1f");
+        CHECK(k < sizeof buf);
+        memcpy(buf, p, k);
+        buf[k] = '\0';
+        if (strstr(msg, buf) == NULL) {
+            fprintf(stderr, "test_bad_input.c:%d: %s(%s: %s): message \"%s\" lacks \"%s\"\n",
+                    line, current_function, argument, condition, msg, buf);
+            exit(1);
+        }
+        p += k;
+        if (*p) p++;
+    }
+    if (expected != HETREWARD_OK) {
+        if (!outputs_untouched()) {
+            fprintf(stderr, "test_bad_input.c:%d: %s(%s: %s) wrote an output on failure\n", line,
+                    current_function, argument, condition);
+            exit(1);
+        }
+        CHECK(strlen(msg) > 0);
+    }
+    n_cases++;
+    append("| %d | `%s` | `%s` | ", n_cases, current_function, argument);
+    append_cell(condition);
+    append(" | %s | ", hetreward_status_name(got));
+    append_cell_masked(expected == HETREWARD_OK ? "(succeeds)" : msg,
+                       expected == HETREWARD_SINGULAR_INFORMATION ||
+                           expected == HETREWARD_NOT_CONVERGED);
+    append(" |\n");
+    check_model_and_dataset();
+    /* After a success the caller frees what was made and resets the outputs. */
+    if (expected != HETREWARD_OK) reset_outputs();
+}
+
+/* A case of a function that cannot fail (accessor, free, cancel): what it does instead. */
+static void record_value(const char *argument, const char *condition, int ok, const char *what) {
+    CHECK(ok);
+    n_cases++;
+    append("| %d | `%s` | `%s` | ", n_cases, current_function, argument);
+    append_cell(condition);
+    append(" | — | ");
+    append_cell(what);
+    append(" |\n");
+    check_model_and_dataset();
+}
+
+#define CASE(argument, condition, expected, needles, call) \
+    record(__LINE__, argument, condition, (call), expected, needles)
+#define SEP "\x1f"
+
+/* ---- helpers for files ------------------------------------------------------------------- */
+
+static void write_bytes(const char *path, const void *bytes, size_t len) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    CHECK(fwrite(bytes, 1, len, f) == len);
+    CHECK(fclose(f) == 0);
+}
+
+static void write_text(const char *path, const char *text) {
+    write_bytes(path, text, strlen(text));
+}
+
+/* A safetensors file: 8-byte little-endian header length, the JSON header, the data. */
+static void write_safetensors(const char *path, const char *json, const void *bytes, size_t len) {
+    size_t hlen = strlen(json), i;
+    unsigned char *buf = (unsigned char *)checked_malloc(8 + hlen + len + 1);
+    for (i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    memcpy(buf + 8, json, hlen);
+    if (len) memcpy(buf + 8 + hlen, bytes, len);
+    write_bytes(path, buf, 8 + hlen + len);
+    free(buf);
+}
+
+/* The valid training set as CSV text with `patch` applied to row 2 (0-based data row). */
+static void write_training_csv(const char *path, size_t rows, const char *row2) {
+    FILE *f = fopen(path, "w");
+    size_t i, j;
+    CHECK(f != NULL);
+    fprintf(f, "y,psi0,z1,z2,z3,z4,psi1,psi2\n");
+    for (i = 0; i < rows; i++) {
+        if (i == 2 && row2 != NULL) {
+            fprintf(f, "%s\n", row2);
+            continue;
+        }
+        fprintf(f, "%g,%g", data.y[i], data.psi0[i]);
+        for (j = 0; j < D1; j++) fprintf(f, ",%.17g", data.z[i * D1 + j]);
+        for (j = 0; j < D2; j++) fprintf(f, ",%g", data.psi[i * D2 + j]);
+        fprintf(f, "\n");
+    }
+    CHECK(fclose(f) == 0);
+}
+
+/* ---- the cases ----------------------------------------------------------------------------- */
+
+typedef hetreward_status (*dataset_ctor)(size_t, size_t, size_t, const double *, const double *,
+                                         const double *, const double *, const int64_t *,
+                                         hetreward_dataset **);
+
+static void dataset_cases(void) {
+    double *z = (double *)checked_malloc(N * D1 * sizeof(double));
+    double *psi0 = (double *)checked_malloc(N * sizeof(double));
+    double *psi = (double *)checked_malloc(N * D2 * sizeof(double));
+    double *y = (double *)checked_malloc(N * sizeof(double));
+    float *zf = (float *)checked_malloc(N * D1 * sizeof(float));
+    float *psi0f = (float *)checked_malloc(N * sizeof(float));
+    float *psif = (float *)checked_malloc(N * D2 * sizeof(float));
+    float *yf = (float *)checked_malloc(N * sizeof(float));
+    size_t i;
+#define RESTORE()                                             \
+    do {                                                      \
+        memcpy(z, data.z, N * D1 * sizeof(double));           \
+        memcpy(psi0, data.psi0, N * sizeof(double));          \
+        memcpy(psi, data.psi, N * D2 * sizeof(double));       \
+        memcpy(y, data.y, N * sizeof(double));                \
+        for (i = 0; i < N * D1; i++) zf[i] = (float)data.z[i]; \
+        for (i = 0; i < N; i++) psi0f[i] = (float)data.psi0[i]; \
+        for (i = 0; i < N * D2; i++) psif[i] = (float)data.psi[i]; \
+        for (i = 0; i < N; i++) yf[i] = (float)data.y[i];     \
+    } while (0)
+#define NEW(...) hetreward_dataset_new(__VA_ARGS__)
+    RESTORE();
+
+    function_header("hetreward_dataset_new");
+    CASE("out_dataset", "NULL", HETREWARD_NULL_POINTER, "`out_dataset`",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, NULL));
+    CASE("n", "0", HETREWARD_DIMENSION_MISMATCH, "`n`" SEP "at least one sample",
+         NEW(0, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    CASE("n", "n = d1 + d2 (fewer samples than parameters + 1)", HETREWARD_INVALID_ARGUMENT,
+         "`n`" SEP "need n > d1 + d2", NEW(D1 + D2, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    CASE("n", "n = 1", HETREWARD_INVALID_ARGUMENT, "`n`" SEP "1 samples",
+         NEW(1, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    CASE("n, d1", "n * d1 overflows size_t", HETREWARD_DIMENSION_MISMATCH, "`z`",
+         NEW(SIZE_MAX / 2, 3, D2, z, psi0, psi, y, NULL, &out_ds));
+    CASE("n", "SIZE_MAX / 2 with d1 = 1, d2 = 0 (array larger than memory)",
+         HETREWARD_DIMENSION_MISMATCH, "`psi0`" SEP "fits in memory",
+         NEW(SIZE_MAX / 2, 1, 0, z, psi0, NULL, y, NULL, &out_ds));
+    CASE("d1", "0", HETREWARD_DIMENSION_MISMATCH, "`d1`",
+         NEW(N, 0, D2, z, psi0, psi, y, NULL, &out_ds));
+    CASE("d2", "0 with psi = NULL (no covariates)", HETREWARD_OK, "",
+         NEW(N, D1, 0, z, psi0, NULL, y, NULL, &out_ds));
+    hetreward_dataset_free(out_ds);
+    reset_outputs();
+    CASE("z", "NULL", HETREWARD_NULL_POINTER, "`z`",
+         NEW(N, D1, D2, NULL, psi0, psi, y, NULL, &out_ds));
+    z[5] = NAN;
+    CASE("z", "NaN at [1][1]", HETREWARD_NON_FINITE, "`z` at index 5",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    z[5] = data.z[5];
+    z[N * D1 - 1] = INFINITY;
+    CASE("z", "+Inf at the last element", HETREWARD_NON_FINITE, "`z` at index 799",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    z[N * D1 - 1] = -INFINITY;
+    CASE("z", "-Inf at the last element", HETREWARD_NON_FINITE, "-inf" SEP "index 799",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    RESTORE();
+    CASE("psi0", "NULL", HETREWARD_NULL_POINTER, "`psi0`",
+         NEW(N, D1, D2, z, NULL, psi, y, NULL, &out_ds));
+    psi0[17] = NAN;
+    CASE("psi0", "NaN at [17]", HETREWARD_NON_FINITE, "`psi0` at index 17",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    psi0[17] = INFINITY;
+    CASE("psi0", "+Inf at [17]", HETREWARD_NON_FINITE, "`psi0` at index 17",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    for (i = 0; i < N; i++) psi0[i] = 0.0;
+    CASE("psi0", "all zero", HETREWARD_INVALID_ARGUMENT, "`psi0`" SEP "identically zero",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    for (i = 0; i < N; i++) psi0[i] = 2.0 * data.psi[i * D2 + 0] - data.psi[i * D2 + 1];
+    CASE("psi0", "in the span of psi (psi0 = 2 psi[:,0] - psi[:,1]: unidentifiable)",
+         HETREWARD_INVALID_ARGUMENT, "`psi0`" SEP "linear combination of the columns of psi",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    RESTORE();
+    CASE("psi", "NULL with d2 > 0", HETREWARD_NULL_POINTER, "`psi`",
+         NEW(N, D1, D2, z, psi0, NULL, y, NULL, &out_ds));
+    psi[2 * D2 + 1] = NAN;
+    CASE("psi", "NaN at [2][1]", HETREWARD_NON_FINITE, "`psi` at index 5",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    psi[2 * D2 + 1] = -INFINITY;
+    CASE("psi", "-Inf at [2][1]", HETREWARD_NON_FINITE, "`psi` at index 5",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    RESTORE();
+    CASE("y", "NULL", HETREWARD_NULL_POINTER, "`y`",
+         NEW(N, D1, D2, z, psi0, psi, NULL, NULL, &out_ds));
+    y[3] = NAN;
+    CASE("y", "NaN at [3]", HETREWARD_NON_FINITE, "`y` at index 3",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    y[3] = INFINITY;
+    CASE("y", "+Inf at [3]", HETREWARD_NON_FINITE, "`y` at index 3",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    y[3] = 0.5;
+    CASE("y", "0.5 at [3] (labels must be 0 or 1)", HETREWARD_INVALID_ARGUMENT, "y[3] = 0.5",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    y[3] = 2.0;
+    CASE("y", "2 at [3]", HETREWARD_INVALID_ARGUMENT, "y[3] = 2",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    y[3] = -1.0;
+    CASE("y", "-1 at [3]", HETREWARD_INVALID_ARGUMENT, "y[3] = -1",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    RESTORE();
+    CASE("cluster", "NULL (optional: no cluster ids)", HETREWARD_OK, "",
+         NEW(N, D1, D2, z, psi0, psi, y, NULL, &out_ds));
+    hetreward_dataset_free(out_ds);
+    reset_outputs();
+
+    function_header("hetreward_dataset_new_f32");
+    CASE("z", "NULL", HETREWARD_NULL_POINTER, "`z`",
+         hetreward_dataset_new_f32(N, D1, D2, NULL, psi0f, psif, yf, NULL, &out_ds));
+    zf[7] = NAN;
+    CASE("z", "NaN at [1][3]", HETREWARD_NON_FINITE, "`z` at index 7",
+         hetreward_dataset_new_f32(N, D1, D2, zf, psi0f, psif, yf, NULL, &out_ds));
+    RESTORE();
+    psi0f[0] = INFINITY;
+    CASE("psi0", "+Inf at [0]", HETREWARD_NON_FINITE, "`psi0` at index 0",
+         hetreward_dataset_new_f32(N, D1, D2, zf, psi0f, psif, yf, NULL, &out_ds));
+    RESTORE();
+    psif[1] = NAN;
+    CASE("psi", "NaN at [0][1]", HETREWARD_NON_FINITE, "`psi` at index 1",
+         hetreward_dataset_new_f32(N, D1, D2, zf, psi0f, psif, yf, NULL, &out_ds));
+    RESTORE();
+    yf[9] = 3.0f;
+    CASE("y", "3 at [9]", HETREWARD_INVALID_ARGUMENT, "y[9] = 3",
+         hetreward_dataset_new_f32(N, D1, D2, zf, psi0f, psif, yf, NULL, &out_ds));
+    RESTORE();
+    CASE("out_dataset", "NULL", HETREWARD_NULL_POINTER, "`out_dataset`",
+         hetreward_dataset_new_f32(N, D1, D2, zf, psi0f, psif, yf, NULL, NULL));
+
+    function_header("hetreward_dataset_from_pairs");
+    /* phi1 = z, phi0 = 0 reproduces the dataset. */
+    {
+        double *zero = (double *)calloc(N * D1, sizeof(double));
+        CHECK(zero != NULL);
+        CASE("phi0", "NULL", HETREWARD_NULL_POINTER, "`phi0`",
+             hetreward_dataset_from_pairs(N, D1, D2, NULL, z, psi0, psi, y, NULL, &out_ds));
+        CASE("phi1", "NULL", HETREWARD_NULL_POINTER, "`phi1`",
+             hetreward_dataset_from_pairs(N, D1, D2, zero, NULL, psi0, psi, y, NULL, &out_ds));
+        zero[11] = NAN;
+        CASE("phi0", "NaN at [2][3]", HETREWARD_NON_FINITE, "`phi0` at index 11",
+             hetreward_dataset_from_pairs(N, D1, D2, zero, z, psi0, psi, y, NULL, &out_ds));
+        zero[11] = 0.0;
+        z[12] = -INFINITY;
+        CASE("phi1", "-Inf at [3][0]", HETREWARD_NON_FINITE, "`phi1` at index 12",
+             hetreward_dataset_from_pairs(N, D1, D2, zero, z, psi0, psi, y, NULL, &out_ds));
+        RESTORE();
+        CASE("n", "0", HETREWARD_DIMENSION_MISMATCH, "at least one sample",
+             hetreward_dataset_from_pairs(0, D1, D2, zero, z, psi0, psi, y, NULL, &out_ds));
+        y[0] = 7.0;
+        CASE("y", "7 at [0]", HETREWARD_INVALID_ARGUMENT, "y[0] = 7",
+             hetreward_dataset_from_pairs(N, D1, D2, zero, z, psi0, psi, y, NULL, &out_ds));
+        RESTORE();
+        CASE("out_dataset", "NULL", HETREWARD_NULL_POINTER, "`out_dataset`",
+             hetreward_dataset_from_pairs(N, D1, D2, zero, z, psi0, psi, y, NULL, NULL));
+        CASE("(all)", "valid: phi1 - phi0 = z", HETREWARD_OK, "",
+             hetreward_dataset_from_pairs(N, D1, D2, zero, z, psi0, psi, y, NULL, &out_ds));
+        hetreward_dataset_free(out_ds);
+        reset_outputs();
+        free(zero);
+    }
+
+    function_header("hetreward_dataset_from_pairs_f32");
+    {
+        float *zero = (float *)calloc(N * D1, sizeof(float));
+        CHECK(zero != NULL);
+        CASE("phi0", "NULL", HETREWARD_NULL_POINTER, "`phi0`",
+             hetreward_dataset_from_pairs_f32(N, D1, D2, NULL, zf, psi0f, psif, yf, NULL,
+                                              &out_ds));
+        zf[4] = INFINITY;
+        CASE("phi1", "+Inf at [1][0]", HETREWARD_NON_FINITE, "`phi1` at index 4",
+             hetreward_dataset_from_pairs_f32(N, D1, D2, zero, zf, psi0f, psif, yf, NULL,
+                                              &out_ds));
+        RESTORE();
+        for (i = 0; i < N; i++) psi0f[i] = 0.0f;
+        CASE("psi0", "all zero", HETREWARD_INVALID_ARGUMENT, "identically zero",
+             hetreward_dataset_from_pairs_f32(N, D1, D2, zero, zf, psi0f, psif, yf, NULL,
+                                              &out_ds));
+        RESTORE();
+        free(zero);
+    }
+#undef NEW
+#undef RESTORE
+    free(z);
+    free(psi0);
+    free(psi);
+    free(y);
+    free(zf);
+    free(psi0f);
+    free(psif);
+    free(yf);
+}
+
+static void dataset_file_cases(void) {
+    static const char *csv = "bad_input.csv";
+    double three[3] = {1.0, 0.0, 1.0};
+    double zz[3 * 2] = {0.5, -1.0, 0.25, 1.0, -0.5, 2.0};
+
+    function_header("hetreward_dataset_load");
+    CASE("path", "NULL", HETREWARD_NULL_POINTER, "`path`", hetreward_dataset_load(NULL, &out_ds));
+    CASE("path", "\"\" (empty)", HETREWARD_INVALID_ARGUMENT, "`path`" SEP "empty",
+         hetreward_dataset_load("", &out_ds));
+    CASE("path", "file does not exist", HETREWARD_IO,
+         "bad_input_missing.csv" SEP "No such file",
+         hetreward_dataset_load("bad_input_missing.csv", &out_ds));
+    CHECK(mkdir("bad_input_dir.csv", 0700) == 0 || errno == EEXIST);
+    CASE("path", "a directory", HETREWARD_IO, "bad_input_dir.csv",
+         hetreward_dataset_load("bad_input_dir.csv", &out_ds));
+    write_text("bad_input.txt", "y,psi0,z1\n1,1,0.5\n");
+    CASE("path", "unknown extension (.txt)", HETREWARD_BAD_FORMAT,
+         "bad_input.txt" SEP "unknown file type", hetreward_dataset_load("bad_input.txt", &out_ds));
+    write_training_csv(csv, N, NULL);
+    CASE("out_dataset", "NULL", HETREWARD_NULL_POINTER, "`out_dataset`",
+         hetreward_dataset_load(csv, NULL));
+    CASE("path", "valid CSV", HETREWARD_OK, "", hetreward_dataset_load(csv, &out_ds));
+    hetreward_dataset_free(out_ds);
+    reset_outputs();
+
+    write_text(csv, "");
+    CASE("file", "CSV: empty file", HETREWARD_BAD_FORMAT, csv, hetreward_dataset_load(csv, &out_ds));
+    write_text(csv, "y,psi0\n1,1\n0,1\n");
+    CASE("file", "CSV: no z1 column", HETREWARD_BAD_FORMAT, "`z1`",
+         hetreward_dataset_load(csv, &out_ds));
+    write_text(csv, "psi0,z1\n1,0.5\n1,-0.5\n1,0.25\n");
+    CASE("file", "CSV: no y column", HETREWARD_BAD_FORMAT, "missing column `y`",
+         hetreward_dataset_load(csv, &out_ds));
+    write_text(csv, "y,psi0,z1,z2,extra\n1,1,0.5,1,0\n0,1,-0.5,2,0\n1,1,0.25,3,0\n");
+    CASE("file", "CSV: unknown column", HETREWARD_BAD_FORMAT, "unexpected column `extra`",
+         hetreward_dataset_load(csv, &out_ds));
+    write_training_csv(csv, N, "1,1,0.5,abc,0.1,0.2,0,1");
+    CASE("file", "CSV: a field that is not a number", HETREWARD_BAD_FORMAT,
+         "column `z2`, data row 3" SEP "`abc`", hetreward_dataset_load(csv, &out_ds));
+    write_training_csv(csv, N, "1,1,0.5,nan,0.1,0.2,0,1");
+    CASE("file", "CSV: NaN", HETREWARD_BAD_FORMAT, "column `z2`, data row 3" SEP "non-finite",
+         hetreward_dataset_load(csv, &out_ds));
+    write_training_csv(csv, N, "1,inf,0.5,0.1,0.1,0.2,0,1");
+    CASE("file", "CSV: Inf", HETREWARD_BAD_FORMAT, "column `psi0`, data row 3",
+         hetreward_dataset_load(csv, &out_ds));
+    write_training_csv(csv, N, "1,1,0.5,0.1");
+    CASE("file", "CSV: a short (ragged) row", HETREWARD_BAD_FORMAT, "data row 3",
+         hetreward_dataset_load(csv, &out_ds));
+    write_training_csv(csv, N, "2,1,0.5,0.1,0.1,0.2,0,1");
+    CASE("file", "CSV: label 2", HETREWARD_BAD_FORMAT, "y[2] = 2",
+         hetreward_dataset_load(csv, &out_ds));
+    write_text(csv, "y,psi0,z1,z2\n1,0,0.5,1\n0,0,-0.5,2\n1,0,0.25,3\n");
+    CASE("file", "CSV: psi0 all zero", HETREWARD_BAD_FORMAT, "`psi0`" SEP "identically zero",
+         hetreward_dataset_load(csv, &out_ds));
+    write_text(csv, "y,psi0,z1,z2,psi1\n1,1,0.5,1,1\n0,1,-0.5,2,1\n1,1,0.25,3,1\n0,1,1,1,1\n");
+    CASE("file", "CSV: psi0 in the span of psi (psi1 = psi0)", HETREWARD_BAD_FORMAT,
+         "linear combination", hetreward_dataset_load(csv, &out_ds));
+    write_text(csv, "y,psi0,z1,z2,z3\n1,1,0.5,1,2\n0,1,-0.5,2,1\n1,1,0.25,3,0\n");
+    CASE("file", "CSV: n <= d1 + d2", HETREWARD_BAD_FORMAT, "need n > d1 + d2",
+         hetreward_dataset_load(csv, &out_ds));
+    write_text(csv, "cluster,y,psi0,z1\n1.5,1,1,0.5\n2,0,1,-0.5\n3,1,1,0.25\n");
+    CASE("file", "CSV: a cluster id that is not an integer", HETREWARD_BAD_FORMAT,
+         "`cluster` row 0",
+         hetreward_dataset_load(csv, &out_ds));
+
+    /* safetensors: written by hand (header length, JSON header, little-endian data). */
+    write_text("bad_input.safetensors", "definitely not a safetensors file");
+    CASE("file", "safetensors: garbage", HETREWARD_BAD_FORMAT, "not a safetensors file",
+         hetreward_dataset_load("bad_input.safetensors", &out_ds));
+    write_safetensors("bad_input.safetensors",
+                      "{\"z\":{\"dtype\":\"F64\",\"shape\":[3,2],\"data_offsets\":[0,48]}}", zz,
+                      40);
+    CASE("file", "safetensors: truncated data", HETREWARD_BAD_FORMAT, "not a safetensors file",
+         hetreward_dataset_load("bad_input.safetensors", &out_ds));
+    write_safetensors("bad_input.safetensors",
+                      "{\"z\":{\"dtype\":\"F64\",\"shape\":[3,2],\"data_offsets\":[0,48]}}", zz,
+                      48);
+    CASE("file", "safetensors: missing tensor y", HETREWARD_BAD_FORMAT, "missing tensor `y`",
+         hetreward_dataset_load("bad_input.safetensors", &out_ds));
+    {
+        /* z [3,2] F64, psi0 [3] F64, y [3] F64 at offsets 0, 48, 72. */
+        double buf[12];
+        memcpy(buf, zz, sizeof zz);
+        buf[6] = buf[7] = buf[8] = 1.0;
+        memcpy(buf + 9, three, sizeof three);
+        write_safetensors("bad_input.safetensors",
+                          "{\"z\":{\"dtype\":\"F64\",\"shape\":[3,2],\"data_offsets\":[0,48]},"
+                          "\"psi0\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[48,72]},"
+                          "\"y\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[72,96]}}",
+                          buf, sizeof buf);
+        CASE("file", "safetensors: valid (n = 3, d1 = 2)", HETREWARD_OK, "",
+             hetreward_dataset_load("bad_input.safetensors", &out_ds));
+        hetreward_dataset_free(out_ds);
+        reset_outputs();
+        buf[3] = NAN;
+        write_safetensors("bad_input.safetensors",
+                          "{\"z\":{\"dtype\":\"F64\",\"shape\":[3,2],\"data_offsets\":[0,48]},"
+                          "\"psi0\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[48,72]},"
+                          "\"y\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[72,96]}}",
+                          buf, sizeof buf);
+        CASE("file", "safetensors: NaN in z", HETREWARD_BAD_FORMAT,
+             "tensor `z`: non-finite value at row 1, column 1",
+             hetreward_dataset_load("bad_input.safetensors", &out_ds));
+        buf[3] = 0.5;
+        write_safetensors("bad_input.safetensors",
+                          "{\"z\":{\"dtype\":\"F64\",\"shape\":[3,2],\"data_offsets\":[0,48]},"
+                          "\"psi0\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[48,64]},"
+                          "\"y\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[64,88]}}",
+                          buf, 88);
+        CASE("file", "safetensors: psi0 of the wrong length", HETREWARD_BAD_FORMAT,
+             "tensor `psi0` has shape [2]; expected [3]",
+             hetreward_dataset_load("bad_input.safetensors", &out_ds));
+        write_safetensors("bad_input.safetensors",
+                          "{\"z\":{\"dtype\":\"I64\",\"shape\":[3,2],\"data_offsets\":[0,48]},"
+                          "\"psi0\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[48,72]},"
+                          "\"y\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[72,96]}}",
+                          buf, sizeof buf);
+        CASE("file", "safetensors: z of an integer dtype", HETREWARD_BAD_FORMAT,
+             "tensor `z` has dtype I64",
+             hetreward_dataset_load("bad_input.safetensors", &out_ds));
+        buf[10] = 0.5;
+        write_safetensors("bad_input.safetensors",
+                          "{\"z\":{\"dtype\":\"F64\",\"shape\":[3,2],\"data_offsets\":[0,48]},"
+                          "\"psi0\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[48,72]},"
+                          "\"y\":{\"dtype\":\"F64\",\"shape\":[3],\"data_offsets\":[72,96]}}",
+                          buf, sizeof buf);
+        CASE("file", "safetensors: label 0.5", HETREWARD_BAD_FORMAT, "y[1] = 0.5",
+             hetreward_dataset_load("bad_input.safetensors", &out_ds));
+    }
+    unlink(csv);
+    unlink("bad_input.txt");
+    unlink("bad_input.safetensors");
+    rmdir("bad_input_dir.csv");
+}
+
+static void fitter_cases(void) {
+    hetreward_fit_params p;
+    hetreward_fitter *f = NULL;
+    hetreward_dataset *ds = NULL;
+    double theta0[D1] = {0.1, 0.1, 0.1, 0.1}, gamma0[D2] = {0.0, 0.0};
+    double *z;
+    size_t i;
+
+    function_header("hetreward_fitter_new");
+    CASE("params", "NULL (= the defaults)", HETREWARD_OK, "", hetreward_fitter_new(NULL, &out_fitter));
+    hetreward_fitter_free(out_fitter);
+    reset_outputs();
+    CASE("out_fitter", "NULL", HETREWARD_NULL_POINTER, "`out_fitter`",
+         hetreward_fitter_new(NULL, NULL));
+#define PARAMS_CASE(arg, cond, expected, needle, assignment)       \
+    do {                                                           \
+        p = hetreward_fit_default_params();                        \
+        assignment;                                                \
+        CASE(arg, cond, expected, needle, hetreward_fitter_new(&p, &out_fitter)); \
+    } while (0)
+    PARAMS_CASE("params.struct_size", "sizeof - 8 (an older or newer caller)",
+                HETREWARD_INVALID_ARGUMENT, "`params.struct_size`", p.struct_size -= 8);
+    PARAMS_CASE("params.struct_size", "0", HETREWARD_INVALID_ARGUMENT, "`params.struct_size`",
+                p.struct_size = 0);
+    PARAMS_CASE("params.solver", "7 (unknown)", HETREWARD_INVALID_ARGUMENT, "`params.solver`",
+                p.solver = 7);
+    PARAMS_CASE("params.covariance", "4 (unknown)", HETREWARD_INVALID_ARGUMENT,
+                "`params.covariance`", p.covariance = 4);
+    PARAMS_CASE("params.init", "3 (unknown)", HETREWARD_INVALID_ARGUMENT, "`params.init`",
+                p.init = 3);
+    PARAMS_CASE("params.eta1", "0", HETREWARD_INVALID_ARGUMENT, "`params.eta1`", p.eta1 = 0.0);
+    PARAMS_CASE("params.eta1", "-0.1", HETREWARD_INVALID_ARGUMENT, "`params.eta1`",
+                p.eta1 = -0.1);
+    PARAMS_CASE("params.eta1", "NaN", HETREWARD_INVALID_ARGUMENT, "`params.eta1`", p.eta1 = NAN);
+    PARAMS_CASE("params.eta2", "+Inf", HETREWARD_INVALID_ARGUMENT, "`params.eta2`",
+                p.eta2 = INFINITY);
+    PARAMS_CASE("params.tol", "-1e-8", HETREWARD_INVALID_ARGUMENT, "`params.tol`",
+                p.tol = -1e-8);
+    PARAMS_CASE("params.tol", "NaN", HETREWARD_INVALID_ARGUMENT, "`params.tol`", p.tol = NAN);
+    PARAMS_CASE("params.tol", "+Inf", HETREWARD_INVALID_ARGUMENT, "`params.tol`",
+                p.tol = INFINITY);
+    PARAMS_CASE("params.theta0", "NULL with theta0_len = 4 (explicit init)",
+                HETREWARD_NULL_POINTER, "`params.theta0`",
+                (p.init = HETREWARD_INIT_EXPLICIT, p.theta0_len = D1));
+    theta0[2] = NAN;
+    PARAMS_CASE("params.theta0", "NaN at [2]", HETREWARD_NON_FINITE, "`params.theta0` at index 2",
+                (p.init = HETREWARD_INIT_EXPLICIT, p.theta0 = theta0, p.theta0_len = D1,
+                 p.gamma0 = gamma0, p.gamma0_len = D2));
+    theta0[2] = 0.1;
+    PARAMS_CASE("params.gamma0", "NULL with gamma0_len = 2", HETREWARD_NULL_POINTER,
+                "`params.gamma0`",
+                (p.init = HETREWARD_INIT_EXPLICIT, p.theta0 = theta0, p.theta0_len = D1,
+                 p.gamma0_len = D2));
+    gamma0[1] = -INFINITY;
+    PARAMS_CASE("params.gamma0", "-Inf at [1]", HETREWARD_NON_FINITE,
+                "`params.gamma0` at index 1",
+                (p.init = HETREWARD_INIT_EXPLICIT, p.theta0 = theta0, p.theta0_len = D1,
+                 p.gamma0 = gamma0, p.gamma0_len = D2));
+    gamma0[1] = 0.0;
+    PARAMS_CASE("params.theta0", "NULL, init = DEFAULT (ignored)", HETREWARD_OK, "",
+                p.theta0_len = D1);
+    hetreward_fitter_free(out_fitter);
+    reset_outputs();
+#undef PARAMS_CASE
+
+    function_header("hetreward_fitter_fit");
+    CASE("fitter", "NULL", HETREWARD_NULL_POINTER, "`fitter`",
+         hetreward_fitter_fit(NULL, dataset, &out_model));
+    CASE("dataset", "NULL", HETREWARD_NULL_POINTER, "`dataset`",
+         hetreward_fitter_fit(fitter, NULL, &out_model));
+    CASE("out_model", "NULL", HETREWARD_NULL_POINTER, "`out_model`",
+         hetreward_fitter_fit(fitter, dataset, NULL));
+    check_fit_again();
+
+    /* Explicit starts whose lengths disagree with the dataset. */
+    p = hetreward_fit_default_params();
+    p.init = HETREWARD_INIT_EXPLICIT;
+    p.theta0 = theta0;
+    p.theta0_len = D1 - 1;
+    p.gamma0 = gamma0;
+    p.gamma0_len = D2;
+    CHECK_OK(hetreward_fitter_new(&p, &f));
+    CASE("params.theta0_len", "3 for a dataset with d1 = 4", HETREWARD_DIMENSION_MISMATCH,
+         "`theta0`" SEP "4 values (d1)", hetreward_fitter_fit(f, dataset, &out_model));
+    hetreward_fitter_free(f);
+    check_fit_again();
+    p.theta0_len = D1;
+    p.gamma0_len = D2 - 1;
+    CHECK_OK(hetreward_fitter_new(&p, &f));
+    CASE("params.gamma0_len", "1 for a dataset with d2 = 2", HETREWARD_DIMENSION_MISMATCH,
+         "`gamma0`" SEP "2 values (d2)", hetreward_fitter_fit(f, dataset, &out_model));
+    hetreward_fitter_free(f);
+    check_fit_again();
+
+    /* Cluster covariance without cluster ids. */
+    p = hetreward_fit_default_params();
+    p.covariance = HETREWARD_COVARIANCE_CLUSTER;
+    CHECK_OK(hetreward_fitter_new(&p, &f));
+    CHECK_OK(hetreward_dataset_new(N, D1, D2, data.z, data.psi0, data.psi, data.y, NULL, &ds));
+    CASE("params.covariance", "CLUSTER on a dataset without cluster ids",
+         HETREWARD_INVALID_ARGUMENT, "`covariance`" SEP "cluster ids",
+         hetreward_fitter_fit(f, ds, &out_model));
+    CASE("params.covariance", "CLUSTER on a dataset with cluster ids", HETREWARD_OK, "",
+         hetreward_fitter_fit(f, dataset, &out_model));
+    hetreward_model_free(out_model);
+    reset_outputs();
+    hetreward_dataset_free(ds);
+    ds = NULL;
+    hetreward_fitter_free(f);
+    check_fit_again();
+
+    /* require_converged with a tiny iteration cap. */
+    p = hetreward_fit_default_params();
+    p.solver = HETREWARD_SOLVER_AGD;
+    p.max_iter = 3;
+    p.require_converged = true;
+    CHECK_OK(hetreward_fitter_new(&p, &f));
+    CASE("params.require_converged", "true, agd capped at 3 iterations",
+         HETREWARD_NOT_CONVERGED, "not converged" SEP "require_converged",
+         hetreward_fitter_fit(f, dataset, &out_model));
+    CASE("params.require_converged", "the same fitter again (same answer)",
+         HETREWARD_NOT_CONVERGED, "not converged", hetreward_fitter_fit(f, dataset, &out_model));
+    hetreward_fitter_free(f);
+    check_fit_again();
+
+    /* A cancellation request made before the fit; the fitter fits normally afterwards. */
+    hetreward_fitter_cancel(fitter);
+    CASE("fitter", "cancelled (hetreward_fitter_cancel before the fit)", HETREWARD_CANCELLED,
+         "cancelled", hetreward_fitter_fit(fitter, dataset, &out_model));
+    check_fit_again();
+
+    /* Data that is valid but has no information on one coefficient. */
+    z = (double *)checked_malloc(N * D1 * sizeof(double));
+    memcpy(z, data.z, N * D1 * sizeof(double));
+    for (i = 0; i < N; i++) z[i * D1 + 2] = 0.0;
+    CHECK_OK(hetreward_dataset_new(N, D1, D2, z, data.psi0, data.psi, data.y, NULL, &ds));
+    CASE("dataset", "feature z[:,2] identically 0 (singular information)",
+         HETREWARD_SINGULAR_INFORMATION, "singular information" SEP "the expected information",
+         hetreward_fitter_fit(fitter, ds, &out_model));
+    /* Duplicated feature. */
+    hetreward_dataset_free(ds);
+    for (i = 0; i < N; i++) z[i * D1 + 2] = 2.0 * z[i * D1 + 1];
+    CHECK_OK(hetreward_dataset_new(N, D1, D2, z, data.psi0, data.psi, data.y, NULL, &ds));
+    CASE("dataset", "z[:,2] = 2 z[:,1] (collinear features)", HETREWARD_SINGULAR_INFORMATION,
+         "singular information", hetreward_fitter_fit(fitter, ds, &out_model));
+    hetreward_dataset_free(ds);
+    free(z);
+    check_fit_again();
+
+    function_header("hetreward_fitter_cancel");
+    hetreward_fitter_cancel(NULL);
+    record_value("fitter", "NULL", 1, "no-op");
+    function_header("hetreward_fitter_free");
+    hetreward_fitter_free(NULL);
+    record_value("fitter", "NULL", 1, "no-op");
+    function_header("hetreward_dataset_free");
+    hetreward_dataset_free(NULL);
+    record_value("dataset", "NULL", 1, "no-op");
+    function_header("hetreward_dataset_n");
+    record_value("dataset", "NULL", hetreward_dataset_n(NULL) == 0, "returns 0");
+    function_header("hetreward_dataset_d1");
+    record_value("dataset", "NULL", hetreward_dataset_d1(NULL) == 0, "returns 0");
+    function_header("hetreward_dataset_d2");
+    record_value("dataset", "NULL", hetreward_dataset_d2(NULL) == 0, "returns 0");
+}
+
+static void model_accessor_cases(void) {
+    function_header("hetreward_model_n");
+    record_value("model", "NULL", hetreward_model_n(NULL) == 0, "returns 0");
+    function_header("hetreward_model_d1");
+    record_value("model", "NULL", hetreward_model_d1(NULL) == 0, "returns 0");
+    function_header("hetreward_model_d2");
+    record_value("model", "NULL", hetreward_model_d2(NULL) == 0, "returns 0");
+    function_header("hetreward_model_free");
+    hetreward_model_free(NULL);
+    record_value("model", "NULL", 1, "no-op");
+    function_header("hetreward_status_name");
+    record_value("status", "11 (not a status)",
+                 strcmp(hetreward_status_name(11), "HETREWARD_UNKNOWN_STATUS") == 0,
+                 "returns \"HETREWARD_UNKNOWN_STATUS\"");
+
+    function_header("hetreward_model_theta");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_theta(NULL, out_values, D1));
+    CASE("out_values", "NULL with len = d1", HETREWARD_NULL_POINTER, "`out_values`",
+         hetreward_model_theta(model, NULL, D1));
+    CASE("len", "d1 + 1", HETREWARD_DIMENSION_MISMATCH, "`len`" SEP "4 (the model's d1)",
+         hetreward_model_theta(model, out_values, D1 + 1));
+    CASE("len", "0", HETREWARD_DIMENSION_MISMATCH, "`len`",
+         hetreward_model_theta(model, out_values, 0));
+    function_header("hetreward_model_gamma");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_gamma(NULL, out_values, D2));
+    CASE("len", "d1 instead of d2", HETREWARD_DIMENSION_MISMATCH, "`len`" SEP "2 (the model's d2)",
+         hetreward_model_gamma(model, out_values, D1));
+    CASE("out_values", "NULL with len = d2", HETREWARD_NULL_POINTER, "`out_values`",
+         hetreward_model_gamma(model, NULL, D2));
+    function_header("hetreward_model_theta_se");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_theta_se(NULL, out_values, D1));
+    CASE("out_values", "NULL", HETREWARD_NULL_POINTER, "`out_values`",
+         hetreward_model_theta_se(model, NULL, D1));
+    CASE("len", "d1 - 1", HETREWARD_DIMENSION_MISMATCH, "`len`",
+         hetreward_model_theta_se(model, out_values, D1 - 1));
+    function_header("hetreward_model_gamma_se");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_gamma_se(NULL, out_values, D2));
+    CASE("out_values", "NULL", HETREWARD_NULL_POINTER, "`out_values`",
+         hetreward_model_gamma_se(model, NULL, D2));
+    CASE("len", "d2 + 1", HETREWARD_DIMENSION_MISMATCH, "`len`",
+         hetreward_model_gamma_se(model, out_values, D2 + 1));
+    function_header("hetreward_model_report");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_report(NULL, &out_report));
+    CASE("out_report", "NULL", HETREWARD_NULL_POINTER, "`out_report`",
+         hetreward_model_report(model, NULL));
+}
+
+static void model_scoring_cases(const hetreward_model *other) {
+    float *bad = (float *)checked_malloc(M * D1 * sizeof(float));
+    float *wide = (float *)checked_malloc(M * (D1 + 1) * sizeof(float));
+    double pen[M];
+    double psi[D2] = {1.0, 0.5};
+    size_t i;
+    memset(wide, 0, M * (D1 + 1) * sizeof(float));
+    for (i = 0; i < M; i++) pen[i] = 0.0;
+#define RESTORE() memcpy(bad, phi, M * D1 * sizeof(float))
+    RESTORE();
+
+    function_header("hetreward_model_score");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_score(NULL, phi, M, D1, 0.05, out_rewards));
+    CASE("phi", "NULL with m > 0", HETREWARD_NULL_POINTER, "`phi`",
+         hetreward_model_score(model, NULL, M, D1, 0.05, out_rewards));
+    CASE("out_rewards", "NULL with m > 0", HETREWARD_NULL_POINTER, "`out_rewards`",
+         hetreward_model_score(model, phi, M, D1, 0.05, NULL));
+    CASE("m", "0 (phi and out_rewards may be NULL)", HETREWARD_OK, "",
+         hetreward_model_score(model, NULL, 0, D1, 0.05, NULL));
+    CASE("d1", "0", HETREWARD_DIMENSION_MISMATCH, "`d1`" SEP "4 (the model's d1)",
+         hetreward_model_score(model, phi, M, 0, 0.05, out_rewards));
+    CASE("d1", "5: answers embedded for another model (wrong d1)", HETREWARD_DIMENSION_MISMATCH,
+         "`d1`" SEP "got 5", hetreward_model_score(model, wide, M, D1 + 1, 0.05, out_rewards));
+    CASE("d1", "4 given to a model with d1 = 3", HETREWARD_DIMENSION_MISMATCH,
+         "`d1`" SEP "3 (the model's d1)",
+         hetreward_model_score(other, phi, M, D1, 0.05, out_rewards));
+    CASE("m, d1", "m * d1 overflows size_t", HETREWARD_DIMENSION_MISMATCH, "`phi`",
+         hetreward_model_score(model, phi, SIZE_MAX, D1, 0.05, out_rewards));
+    CASE("alpha", "0", HETREWARD_INVALID_ARGUMENT, "`alpha`" SEP "(0, 1)",
+         hetreward_model_score(model, phi, M, D1, 0.0, out_rewards));
+    CASE("alpha", "1", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_score(model, phi, M, D1, 1.0, out_rewards));
+    CASE("alpha", "-0.05", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_score(model, phi, M, D1, -0.05, out_rewards));
+    CASE("alpha", "1.5", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_score(model, phi, M, D1, 1.5, out_rewards));
+    CASE("alpha", "NaN", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_score(model, phi, M, D1, NAN, out_rewards));
+    CASE("alpha", "+Inf", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_score(model, phi, M, D1, INFINITY, out_rewards));
+    bad[2 * D1 + 1] = NAN;
+    CASE("phi", "NaN at [2][1]", HETREWARD_NON_FINITE, "`phi` at index 9",
+         hetreward_model_score(model, bad, M, D1, 0.05, out_rewards));
+    bad[2 * D1 + 1] = -INFINITY;
+    CASE("phi", "-Inf at [2][1]", HETREWARD_NON_FINITE, "`phi` at index 9",
+         hetreward_model_score(model, bad, M, D1, 0.05, out_rewards));
+    RESTORE();
+
+    function_header("hetreward_model_compare");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_compare(NULL, phi, phi, M, D1, 0.05, HETREWARD_DIFF_EXACT, out_cmp));
+    CASE("phi0", "NULL", HETREWARD_NULL_POINTER, "`phi0`",
+         hetreward_model_compare(model, NULL, phi, M, D1, 0.05, HETREWARD_DIFF_EXACT, out_cmp));
+    CASE("phi1", "NULL", HETREWARD_NULL_POINTER, "`phi1`",
+         hetreward_model_compare(model, phi, NULL, M, D1, 0.05, HETREWARD_DIFF_EXACT, out_cmp));
+    CASE("out_comparisons", "NULL", HETREWARD_NULL_POINTER, "`out_comparisons`",
+         hetreward_model_compare(model, phi, phi, M, D1, 0.05, HETREWARD_DIFF_EXACT, NULL));
+    CASE("m", "0", HETREWARD_OK, "",
+         hetreward_model_compare(model, NULL, NULL, 0, D1, 0.05, HETREWARD_DIFF_EXACT, NULL));
+    CASE("d1", "5 (wrong d1)", HETREWARD_DIMENSION_MISMATCH, "`d1`",
+         hetreward_model_compare(model, wide, wide, M, D1 + 1, 0.05, HETREWARD_DIFF_EXACT,
+                                 out_cmp));
+    CASE("m, d1", "m * d1 overflows size_t", HETREWARD_DIMENSION_MISMATCH, "`phi0`",
+         hetreward_model_compare(model, phi, phi, SIZE_MAX, D1, 0.05, HETREWARD_DIFF_EXACT,
+                                 out_cmp));
+    CASE("alpha", "0", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_compare(model, phi, phi, M, D1, 0.0, HETREWARD_DIFF_EXACT, out_cmp));
+    CASE("alpha", "NaN", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_compare(model, phi, phi, M, D1, NAN, HETREWARD_DIFF_EXACT, out_cmp));
+    CASE("method", "3 (unknown)", HETREWARD_INVALID_ARGUMENT, "`method`",
+         hetreward_model_compare(model, phi, phi, M, D1, 0.05, 3, out_cmp));
+    bad[0] = NAN;
+    CASE("phi0", "NaN at [0][0]", HETREWARD_NON_FINITE, "`phi0` at index 0",
+         hetreward_model_compare(model, bad, phi, M, D1, 0.05, HETREWARD_DIFF_EXACT, out_cmp));
+    RESTORE();
+    bad[M * D1 - 1] = INFINITY;
+    CASE("phi1", "+Inf at the last element", HETREWARD_NON_FINITE, "`phi1` at index 31",
+         hetreward_model_compare(model, phi, bad, M, D1, 0.05, HETREWARD_DIFF_BOUND, out_cmp));
+    RESTORE();
+
+    function_header("hetreward_model_select");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_select(NULL, phi, M, D1, NULL, 0.05, HETREWARD_POLICY_PBON, &out_index,
+                                out_cand));
+    CASE("phi", "NULL", HETREWARD_NULL_POINTER, "`phi`",
+         hetreward_model_select(model, NULL, M, D1, NULL, 0.05, HETREWARD_POLICY_PBON,
+                                &out_index, out_cand));
+    CASE("n_candidates", "0", HETREWARD_DIMENSION_MISMATCH,
+         "`n_candidates`" SEP "at least one candidate",
+         hetreward_model_select(model, phi, 0, D1, NULL, 0.05, HETREWARD_POLICY_PBON, &out_index,
+                                out_cand));
+    CASE("d1", "3 (wrong d1)", HETREWARD_DIMENSION_MISMATCH, "`d1`",
+         hetreward_model_select(model, phi, M, D1 - 1, NULL, 0.05, HETREWARD_POLICY_PBON,
+                                &out_index, out_cand));
+    CASE("out_index", "NULL", HETREWARD_NULL_POINTER, "`out_index`",
+         hetreward_model_select(model, phi, M, D1, NULL, 0.05, HETREWARD_POLICY_PBON, NULL,
+                                out_cand));
+    CASE("out_candidates", "NULL (optional)", HETREWARD_OK, "",
+         hetreward_model_select(model, phi, M, D1, NULL, 0.05, HETREWARD_POLICY_PBON,
+                                &out_index, NULL));
+    reset_outputs();
+    CASE("policy", "2 (unknown)", HETREWARD_INVALID_ARGUMENT, "`policy`",
+         hetreward_model_select(model, phi, M, D1, NULL, 0.05, 2, &out_index, out_cand));
+    CASE("alpha", "1", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_select(model, phi, M, D1, NULL, 1.0, HETREWARD_POLICY_PBON, &out_index,
+                                out_cand));
+    CASE("alpha", "-Inf", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_select(model, phi, M, D1, NULL, -INFINITY, HETREWARD_POLICY_BON,
+                                &out_index, out_cand));
+    pen[5] = NAN;
+    CASE("penalty", "NaN at [5]", HETREWARD_NON_FINITE, "`penalty` at index 5",
+         hetreward_model_select(model, phi, M, D1, pen, 0.05, HETREWARD_POLICY_PBON, &out_index,
+                                out_cand));
+    pen[5] = INFINITY;
+    CASE("penalty", "+Inf at [5]", HETREWARD_NON_FINITE, "`penalty` at index 5",
+         hetreward_model_select(model, phi, M, D1, pen, 0.05, HETREWARD_POLICY_BON, &out_index,
+                                out_cand));
+    pen[5] = -INFINITY;
+    CASE("penalty", "-Inf at [5]", HETREWARD_NON_FINITE, "`penalty` at index 5",
+         hetreward_model_select(model, phi, M, D1, pen, 0.05, HETREWARD_POLICY_BON, &out_index,
+                                out_cand));
+    pen[5] = 0.0;
+    bad[D1 * 4] = NAN;
+    CASE("phi", "NaN at [4][0]", HETREWARD_NON_FINITE, "`phi` at index 16",
+         hetreward_model_select(model, bad, M, D1, pen, 0.05, HETREWARD_POLICY_PBON, &out_index,
+                                out_cand));
+    RESTORE();
+
+    function_header("hetreward_model_rationality");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_rationality(NULL, 1.0, psi, D2, &out_sigma, &out_se));
+    CASE("psi", "NULL with d2 > 0", HETREWARD_NULL_POINTER, "`psi`",
+         hetreward_model_rationality(model, 1.0, NULL, D2, &out_sigma, &out_se));
+    CASE("d2", "3 (the model has d2 = 2)", HETREWARD_DIMENSION_MISMATCH, "`d2`",
+         hetreward_model_rationality(model, 1.0, psi, D2 + 1, &out_sigma, &out_se));
+    CASE("d2", "0 (the model has d2 = 2)", HETREWARD_DIMENSION_MISMATCH, "`d2`",
+         hetreward_model_rationality(model, 1.0, NULL, 0, &out_sigma, &out_se));
+    CASE("psi0", "NaN", HETREWARD_NON_FINITE, "`psi0`",
+         hetreward_model_rationality(model, NAN, psi, D2, &out_sigma, &out_se));
+    CASE("psi0", "-Inf", HETREWARD_NON_FINITE, "`psi0`",
+         hetreward_model_rationality(model, -INFINITY, psi, D2, &out_sigma, &out_se));
+    psi[1] = INFINITY;
+    CASE("psi", "+Inf at [1]", HETREWARD_NON_FINITE, "`psi` at index 1",
+         hetreward_model_rationality(model, 1.0, psi, D2, &out_sigma, &out_se));
+    psi[1] = 0.5;
+    CASE("out_sigma", "NULL", HETREWARD_NULL_POINTER, "`out_sigma`",
+         hetreward_model_rationality(model, 1.0, psi, D2, NULL, &out_se));
+    CASE("out_se", "NULL", HETREWARD_NULL_POINTER, "`out_se`",
+         hetreward_model_rationality(model, 1.0, psi, D2, &out_sigma, NULL));
+#undef RESTORE
+    free(bad);
+    free(wide);
+}
+
+static void model_file_cases(void) {
+    static const char *path = "bad_input_model.hrm";
+    uint8_t *buf, *damaged;
+    size_t len = 0, got = 0;
+
+    function_header("hetreward_model_save");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`", hetreward_model_save(NULL, path));
+    CASE("path", "NULL", HETREWARD_NULL_POINTER, "`path`", hetreward_model_save(model, NULL));
+    CASE("path", "\"\" (empty)", HETREWARD_INVALID_ARGUMENT, "`path`",
+         hetreward_model_save(model, ""));
+    CASE("path", "\".\" (a directory, no file name)", HETREWARD_INVALID_ARGUMENT,
+         "`path`" SEP "not a file path", hetreward_model_save(model, "."));
+    CASE("path", "in a folder that does not exist", HETREWARD_IO,
+         "bad_input_nowhere/m.hrm" SEP "No such file",
+         hetreward_model_save(model, "bad_input_nowhere/m.hrm"));
+    CASE("path", "valid", HETREWARD_OK, "", hetreward_model_save(model, path));
+
+    function_header("hetreward_model_save_buffer");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_save_buffer(NULL, NULL, 0, &out_len));
+    CASE("out_len", "NULL", HETREWARD_NULL_POINTER, "`out_len`",
+         hetreward_model_save_buffer(model, NULL, 0, NULL));
+    CHECK_OK(hetreward_model_save_buffer(model, NULL, 0, &len));
+    buf = (uint8_t *)checked_malloc(len);
+    damaged = (uint8_t *)checked_malloc(len + 1);
+    CASE("buf_len", "one byte too small", HETREWARD_DIMENSION_MISMATCH, "`buf_len`" SEP "at least",
+         hetreward_model_save_buffer(model, buf, len - 1, &out_len));
+    CHECK_OK(hetreward_model_save_buffer(model, buf, len, &got));
+    CHECK(got == len);
+
+    function_header("hetreward_model_load");
+    CASE("path", "NULL", HETREWARD_NULL_POINTER, "`path`", hetreward_model_load(NULL, &out_model));
+    CASE("path", "\"\" (empty)", HETREWARD_INVALID_ARGUMENT, "`path`",
+         hetreward_model_load("", &out_model));
+    CASE("out_model", "NULL", HETREWARD_NULL_POINTER, "`out_model`",
+         hetreward_model_load(path, NULL));
+    CASE("path", "file does not exist", HETREWARD_IO, "bad_input_absent.hrm",
+         hetreward_model_load("bad_input_absent.hrm", &out_model));
+    CASE("path", "a directory", HETREWARD_IO, "Is a directory",
+         hetreward_model_load(".", &out_model));
+    write_text("bad_input_text.hrm", "y,psi0,z1\n1,1,0.5\n0,1,-0.25\n");
+    CASE("file", "a CSV file, not a model", HETREWARD_BAD_FORMAT,
+         "bad_input_text.hrm" SEP "bad magic", hetreward_model_load("bad_input_text.hrm", &out_model));
+    write_bytes("bad_input_cut.hrm", buf, len - 1);
+    CASE("file", "truncated by one byte", HETREWARD_BAD_FORMAT, "truncated",
+         hetreward_model_load("bad_input_cut.hrm", &out_model));
+    write_bytes("bad_input_cut.hrm", buf, 0);
+    CASE("file", "empty", HETREWARD_BAD_FORMAT, "truncated",
+         hetreward_model_load("bad_input_cut.hrm", &out_model));
+    memcpy(damaged, buf, len);
+    damaged[len / 2] ^= 0x01;
+    write_bytes("bad_input_flip.hrm", damaged, len);
+    CASE("file", "one bit flipped in the payload", HETREWARD_BAD_FORMAT, "checksum mismatch",
+         hetreward_model_load("bad_input_flip.hrm", &out_model));
+    memcpy(damaged, buf, len);
+    damaged[8] = 2;
+    write_bytes("bad_input_flip.hrm", damaged, len);
+    CASE("file", "format version 2 (a newer hetreward)", HETREWARD_BAD_FORMAT,
+         "version 2 is not supported" SEP "newer",
+         hetreward_model_load("bad_input_flip.hrm", &out_model));
+    CASE("path", "valid", HETREWARD_OK, "", hetreward_model_load(path, &out_model));
+    hetreward_model_free(out_model);
+    reset_outputs();
+
+    function_header("hetreward_model_load_buffer");
+    CASE("buf", "NULL", HETREWARD_NULL_POINTER, "`buf`",
+         hetreward_model_load_buffer(NULL, len, &out_model));
+    CASE("out_model", "NULL", HETREWARD_NULL_POINTER, "`out_model`",
+         hetreward_model_load_buffer(buf, len, NULL));
+    CASE("len", "0", HETREWARD_BAD_FORMAT, "<buffer>" SEP "truncated",
+         hetreward_model_load_buffer(buf, 0, &out_model));
+    CASE("len", "one byte short", HETREWARD_BAD_FORMAT, "truncated",
+         hetreward_model_load_buffer(buf, len - 1, &out_model));
+    memcpy(damaged, buf, len);
+    damaged[len] = 0;
+    CASE("len", "one byte long (padded)", HETREWARD_BAD_FORMAT, "padded",
+         hetreward_model_load_buffer(damaged, len + 1, &out_model));
+    damaged[0] ^= 0x80;
+    CASE("buf", "bit 7 of byte 0 flipped (magic)", HETREWARD_BAD_FORMAT, "bad magic",
+         hetreward_model_load_buffer(damaged, len, &out_model));
+    memcpy(damaged, buf, len);
+    damaged[len - 1] ^= 0x10;
+    CASE("buf", "a bit of the CRC flipped", HETREWARD_BAD_FORMAT, "checksum mismatch",
+         hetreward_model_load_buffer(damaged, len, &out_model));
+    memcpy(damaged, buf, len);
+    damaged[13] ^= 0x01;
+    CASE("buf", "a bit of the payload length flipped", HETREWARD_BAD_FORMAT,
+         "truncated or padded", hetreward_model_load_buffer(damaged, len, &out_model));
+    CASE("buf", "valid", HETREWARD_OK, "", hetreward_model_load_buffer(buf, len, &out_model));
+    hetreward_model_free(out_model);
+    reset_outputs();
+
+    free(buf);
+    free(damaged);
+    unlink(path);
+    unlink("bad_input_text.hrm");
+    unlink("bad_input_cut.hrm");
+    unlink("bad_input_flip.hrm");
+}
+
+/* Every bit flip and every truncation of a model, through the C API's buffer loader (the Rust
+ * unit tests src/io/model_file.rs do the same on from_bytes). Returns the number of buffers. */
+static size_t exhaustive_buffer_damage(void) {
+    uint8_t *buf, *damaged;
+    size_t len = 0, bit, cut, tried = 0;
+    hetreward_model *m = MODEL_SENTINEL;
+    CHECK_OK(hetreward_model_save_buffer(model, NULL, 0, &len));
+    buf = (uint8_t *)checked_malloc(len);
+    damaged = (uint8_t *)checked_malloc(len);
+    CHECK_OK(hetreward_model_save_buffer(model, buf, len, &len));
+    for (bit = 0; bit < 8 * len; bit++) {
+        memcpy(damaged, buf, len);
+        damaged[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        CHECK_STATUS(hetreward_model_load_buffer(damaged, len, &m), HETREWARD_BAD_FORMAT);
+        CHECK(m == MODEL_SENTINEL);
+        tried++;
+    }
+    for (cut = 0; cut < len; cut++) {
+        CHECK_ERR(hetreward_model_load_buffer(buf, cut, &m), HETREWARD_BAD_FORMAT, "truncated");
+        CHECK(m == MODEL_SENTINEL);
+        tried++;
+    }
+    CHECK_OK(hetreward_model_load_buffer(buf, len, &m));
+    hetreward_model_free(m);
+    free(buf);
+    free(damaged);
+    return tried;
+}
+
+/* ---- the table in docs/errors.md ----------------------------------------------------------- */
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    char *text;
+    long size;
+    if (f == NULL) return NULL;
+    CHECK(fseek(f, 0, SEEK_END) == 0);
+    size = ftell(f);
+    CHECK(size >= 0 && fseek(f, 0, SEEK_SET) == 0);
+    text = (char *)checked_malloc((size_t)size + 1);
+    CHECK(fread(text, 1, (size_t)size, f) == (size_t)size);
+    text[size] = '\0';
+    fclose(f);
+    *len = (size_t)size;
+    return text;
+}
+
+static const char BEGIN[] = "<!-- c-api-table:begin (generated by c-tests/test_bad_input.c) -->\n";
+static const char END[] = "<!-- c-api-table:end -->";
+
+static void check_docs(const char *rendered) {
+    const char *path = HETREWARD_ERRORS_DOC;
+    size_t len = 0, k;
+    char *doc = read_file(path, &len);
+    char *begin, *end;
+    const char *bless = getenv("HETREWARD_BLESS");
+    if (doc == NULL) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(1);
+    }
+    begin = strstr(doc, BEGIN);
+    end = begin ? strstr(begin, END) : NULL;
+    if (begin == NULL || end == NULL) {
+        fprintf(stderr, "%s lacks the markers %s ... %s\n", path, BEGIN, END);
+        exit(1);
+    }
+    begin += strlen(BEGIN);
+    if ((size_t)(end - begin) == strlen(rendered) && memcmp(begin, rendered, strlen(rendered)) == 0) {
+        free(doc);
+        return;
+    }
+    if (bless != NULL && *bless != '\0') {
+        FILE *f = fopen(path, "wb");
+        CHECK(f != NULL);
+        CHECK(fwrite(doc, 1, (size_t)(begin - doc), f) == (size_t)(begin - doc));
+        CHECK(fwrite(rendered, 1, strlen(rendered), f) == strlen(rendered));
+        CHECK(fwrite(end, 1, strlen(end), f) == strlen(end));
+        CHECK(fclose(f) == 0);
+        printf("test_bad_input: rewrote the table in %s\n", path);
+        free(doc);
+        return;
+    }
+    for (k = 0; begin + k < end && rendered[k] && begin[k] == rendered[k]; k++) {
+    }
+    {
+        const char *line = rendered + k;
+        while (line > rendered && line[-1] != '\n') line--;
+        fprintf(stderr,
+                "%s: the C API table differs from the test's cases (first difference in the "
+                "line starting \"%.120s\").\nRegenerate the tables with scripts/errors-doc.sh "
+                "(or HETREWARD_BLESS=1 ./test_bad_input) and review the diff.\n",
+                path, line);
+    }
+    free(doc);
+    exit(1);
+}
+
+int main(void) {
+    hetreward_model *other;
+    test_data small;
+    size_t buffers;
+
+    data = make_data(N, 21);
+    dataset = make_dataset(&data);
+    CHECK_OK(hetreward_fitter_new(NULL, &fitter));
+    CHECK_OK(hetreward_fitter_fit(fitter, dataset, &model));
+    CHECK_OK(hetreward_model_theta(model, base_theta, D1));
+    phi = make_phis(M, 4);
+    CHECK_OK(hetreward_model_score(model, phi, M, D1, 0.05, base_rewards));
+    reset_outputs();
+
+    /* A second model with d1 = 3 ("a model used with the wrong d1"). */
+    small = make_data(N, 22);
+    {
+        hetreward_dataset *ds3 = NULL;
+        double *z3 = (double *)checked_malloc(N * 3 * sizeof(double));
+        size_t i;
+        for (i = 0; i < N; i++) memcpy(z3 + 3 * i, small.z + D1 * i, 3 * sizeof(double));
+        CHECK_OK(hetreward_dataset_new(N, 3, D2, z3, small.psi0, small.psi, small.y, NULL, &ds3));
+        CHECK_OK(hetreward_fitter_fit(fitter, ds3, &other));
+        hetreward_dataset_free(ds3);
+        free(z3);
+    }
+
+    table_cap = 1 << 16;
+    table = (char *)checked_malloc(table_cap);
+    table[0] = '\0';
+    append("| # | function | argument | bad input | status | message (`hetreward_last_error_message()`) |\n");
+    append("|---|---|---|---|---|---|\n");
+
+    dataset_cases();
+    dataset_file_cases();
+    fitter_cases();
+    model_accessor_cases();
+    model_scoring_cases(other);
+    model_file_cases();
+    buffers = exhaustive_buffer_damage();
+    check_model_and_dataset();
+    check_fit_again();
+
+    append("\n%d cases; after each, the outputs were unwritten, the model scored bit-identically "
+           "and the dataset and fitter fitted the same estimate again.\n",
+           n_cases);
+    check_docs(table);
+
+    free(table);
+    free(phi);
+    hetreward_model_free(other);
+    hetreward_model_free(model);
+    hetreward_fitter_free(fitter);
+    hetreward_dataset_free(dataset);
+    free_data(&small);
+    free_data(&data);
+    printf("test_bad_input: ok (%d cases in the matrix; %zu damaged model buffers rejected)\n",
+           n_cases, buffers);
+    return 0;
+}

@@ -1,0 +1,28 @@
+//! Fuzzes the model-file loader: any bytes are either rejected with a format error naming the
+//! input, or parsed into a model that serialises back to exactly the same bytes and scores
+//! without panicking.
+#![no_main]
+
+use hetreward::io::model_file::{from_bytes, to_bytes};
+use hetreward::Error;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    match from_bytes(data, "<fuzz>") {
+        Ok(model) => {
+            assert_eq!(
+                to_bytes(&model),
+                data,
+                "an accepted model file is not canonical"
+            );
+            let phi = vec![0.5; model.d1()];
+            if let Ok(ci) = model.score(&phi, 0.05) {
+                assert!(ci.lower.is_finite() && ci.upper.is_finite());
+            }
+            let psi = vec![0.5; model.d2()];
+            let _ = model.rationality(1.0, &psi);
+        }
+        Err(Error::Format { path, .. }) => assert_eq!(path, "<fuzz>"),
+        Err(other) => panic!("not a format error: {other:?}"),
+    }
+});
