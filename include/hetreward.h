@@ -316,7 +316,7 @@ typedef struct hetreward_fit_report {
      */
     size_t iterations;
     /**
-     * Iterations over all starts.
+     * Iterations over all starts, including the homogeneous fit that makes the default start.
      */
     size_t total_iterations;
     /**
@@ -487,7 +487,9 @@ typedef struct hetreward_candidate {
 #define HETREWARD_TERMINATION_STALLED 2
 
 /**
- * Parameters or objective became non-finite.
+ * The estimate runs off to infinity: parameters or objective became non-finite, or the data
+ * are completely separated (mean NLL below 1e-6 at a vanishing gradient: the MLE is at
+ * infinity, the SEs are meaningless).
  */
 #define HETREWARD_TERMINATION_DIVERGED 3
 

@@ -1038,10 +1038,16 @@ pub fn try_cholesky(a: DMatrix<f64>) -> Option<DMatrix<f64>> {
     Some(a)
 }
 
-/// `(min_j L_jj / max_j L_jj)^2`, the reciprocal condition estimate used throughout.
-fn rcond_of_factor(a: &[f64], n: usize, ld: usize) -> f64 {
-    let (lo, hi) = (0..n)
-        .map(|j| a[j * ld + j])
+/// Reciprocal condition estimate of the matrix whose diagonal was `diag` and whose Cholesky
+/// factor now sits in the lower triangle of `a`: `(min_j r_j / max_j r_j)^2` with
+/// `r_j = L_jj / sqrt(a_jj)`, the diagonal of the factor of the Jacobi-equilibrated matrix
+/// `D^-1/2 A D^-1/2`. Unlike `L_jj` alone it does not change with the units of the features
+/// (a feature in millimetres instead of kilometres), only with genuine near-collinearity.
+fn rcond_of_factor(a: &[f64], diag: &[f64], ld: usize) -> f64 {
+    let (lo, hi) = diag
+        .iter()
+        .enumerate()
+        .map(|(j, d)| a[j * ld + j] / d.sqrt())
         .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
             (lo.min(v), hi.max(v))
         });
@@ -1051,10 +1057,11 @@ fn rcond_of_factor(a: &[f64], n: usize, ld: usize) -> f64 {
 /// Factors in place, with the finiteness, positive-definiteness and condition checks of
 /// [`cholesky`].
 fn checked_potrf(a: &mut [f64], n: usize, ld: usize, what: &str) -> Result<()> {
+    let diag: Vec<f64> = (0..n).map(|j| a[j * ld + j]).collect();
     potrf(a, n, ld).map_err(|j| Error::SingularInformation {
         detail: format!("{what} is not positive definite (pivot {j})"),
     })?;
-    let rcond = rcond_of_factor(a, n, ld);
+    let rcond = rcond_of_factor(a, &diag, ld);
     if rcond.is_nan() || rcond < RCOND_MIN {
         return Err(Error::SingularInformation {
             detail: format!(

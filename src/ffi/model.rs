@@ -49,7 +49,9 @@ pub const HETREWARD_TERMINATION_CONVERGED: hetreward_termination = 0;
 pub const HETREWARD_TERMINATION_MAX_ITERATIONS: hetreward_termination = 1;
 /// The line search could not decrease the objective (numerical floor, or separable data).
 pub const HETREWARD_TERMINATION_STALLED: hetreward_termination = 2;
-/// Parameters or objective became non-finite.
+/// The estimate runs off to infinity: parameters or objective became non-finite, or the data
+/// are completely separated (mean NLL below 1e-6 at a vanishing gradient: the MLE is at
+/// infinity, the SEs are meaningless).
 pub const HETREWARD_TERMINATION_DIVERGED: hetreward_termination = 3;
 
 /// How a model was fitted (SPEC §2), filled by hetreward_model_report().
@@ -67,7 +69,7 @@ pub struct hetreward_fit_report {
     pub converged: bool,
     /// Iterations of the winning start.
     pub iterations: usize,
-    /// Iterations over all starts.
+    /// Iterations over all starts, including the homogeneous fit that makes the default start.
     pub total_iterations: usize,
     /// Number of starts tried.
     pub starts: usize,

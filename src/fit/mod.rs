@@ -222,9 +222,17 @@ pub enum Termination {
     /// The line search could not decrease the objective any further (numerical floor or a
     /// likelihood without a finite optimum, e.g. separable data).
     Stalled,
-    /// Parameters or objective became non-finite.
+    /// The estimate runs off to infinity: parameters or objective became non-finite, or the
+    /// gradient vanished only because the data are perfectly separated (mean NLL below
+    /// [`SEPARATED_NLL`]: every label predicted with certainty, the MLE lies at infinity).
     Diverged,
 }
+
+/// A gradient that meets the tolerance at a mean NLL below this is not a finite optimum: the
+/// data are completely separated (every label predicted with probability > 1 - 1e-6 on
+/// average) and `||theta||` grows without bound. Such fits end [`Termination::Diverged`].
+/// Quasi-complete separation (only a subset separated) is not detected this way.
+pub const SEPARATED_NLL: f64 = 1e-6;
 
 impl Termination {
     /// Stable name used in reports.
@@ -245,7 +253,8 @@ pub struct FitReport {
     pub solver: SolverKind,
     /// Iterations of the winning start.
     pub iterations: usize,
-    /// Total iterations over all starts.
+    /// Total iterations over all starts, including those of the homogeneous fit that makes
+    /// the default start.
     pub total_iterations: usize,
     /// Number of starts tried.
     pub starts: usize,
@@ -382,7 +391,11 @@ pub fn run_solver(
         }
         let grad_norm = solver.grad_norm(&state);
         if grad_norm <= tol {
-            break Termination::Converged;
+            break if state.nll < SEPARATED_NLL {
+                Termination::Diverged
+            } else {
+                Termination::Converged
+            };
         }
         if iterations >= max_iter {
             break Termination::MaxIterations;
@@ -428,14 +441,14 @@ pub fn fit_with(
 ) -> Result<(Fit, Diagnostics)> {
     options.check(data.d1(), data.d2())?;
     let started = Instant::now();
-    let (best, runs, diagnostics) = run_in_pool(options.threads, || {
+    let (best, runs, diagnostics, prelude_iterations) = run_in_pool(options.threads, || {
         fit_in_pool(data, options, tuning, control)
     })??;
     let fit = Fit {
         report: FitReport {
             solver: options.solver,
             iterations: best.iterations,
-            total_iterations: runs.iter().map(|r| r.iterations).sum(),
+            total_iterations: prelude_iterations + runs.iter().map(|r| r.iterations).sum::<usize>(),
             starts: runs.len(),
             converged: best.termination == Termination::Converged,
             termination: best.termination,
@@ -463,7 +476,7 @@ fn fit_in_pool(
     options: &FitOptions,
     tuning: &Tuning,
     control: &FitControl,
-) -> Result<(Run, Vec<Run>, Diagnostics)> {
+) -> Result<(Run, Vec<Run>, Diagnostics, usize)> {
     let max_iter = options.effective_max_iter();
     let variant = newton_variant(data, tuning);
     let mut diagnostics = Diagnostics {
@@ -531,9 +544,8 @@ fn fit_in_pool(
         };
         runs.push(run);
     }
-    runs[0].iterations += prelude_iterations;
     let best = best_run(&runs).clone();
-    Ok((best, runs, diagnostics))
+    Ok((best, runs, diagnostics, prelude_iterations))
 }
 
 fn add_stats(total: &mut newton_cg::CgStats, s: &newton_cg::CgStats) {
