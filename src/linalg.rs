@@ -1808,11 +1808,15 @@ mod tests {
             spd_inverse(&a, "I"),
             Err(Error::SingularInformation { .. })
         ));
-        let b = DMatrix::from_row_slice(2, 2, &[1.0, 0.0, 0.0, 1e-15]);
+        // Nearly collinear columns (correlation 1 - 5e-15) are ill-conditioned...
+        let b = DMatrix::from_row_slice(2, 2, &[1.0, 1.0, 1.0, 1.0 + 1e-14]);
         assert!(matches!(
             cholesky(&b, "I"),
             Err(Error::SingularInformation { .. })
         ));
+        // ...but a badly scaled diagonal is only a change of units: accepted.
+        let units = DMatrix::from_row_slice(2, 2, &[1.0, 0.0, 0.0, 1e-15]);
+        assert!(cholesky(&units, "I").is_ok());
         assert!(matches!(
             spd_inverse_factor(b, "I"),
             Err(Error::SingularInformation { .. })
