@@ -524,18 +524,12 @@ pub fn score_outer_product(data: &Dataset, params: &Params, clustered: bool) -> 
     let (p, n, d1) = (data.n_params(), data.n(), data.d1());
     match (clustered, data.cluster()) {
         (true, Some(ids)) => {
-            let mut index: BTreeMap<i64, usize> = BTreeMap::new();
-            for &c in ids {
-                let next = index.len();
-                index.entry(c).or_insert(next);
+            // Each cluster's row in the summed scores: its rank in increasing id order.
+            let mut rank: BTreeMap<i64, usize> = ids.iter().map(|&c| (c, 0)).collect();
+            for (r, slot) in rank.values_mut().enumerate() {
+                *slot = r;
             }
-            // Clusters in increasing id order: a deterministic layout of the summed scores.
-            let order: BTreeMap<usize, usize> = index
-                .values()
-                .enumerate()
-                .map(|(rank, &slot)| (slot, rank))
-                .collect();
-            let g = index.len();
+            let g = rank.len();
             let mut sums = vec![0.0; g * p];
             let mut buf = vec![0.0; p];
             with_features!(data, |z| {
@@ -543,7 +537,7 @@ pub fn score_outer_product(data: &Dataset, params: &Params, clustered: bool) -> 
                     let zi = row(z, d1, i);
                     let st = row_terms(data, zi, params, i);
                     fill_g(data, zi, i, &st, st.resid, &mut buf);
-                    let r = order[&index[&c]];
+                    let r = rank[&c];
                     for (s, b) in sums[r * p..(r + 1) * p].iter_mut().zip(&buf) {
                         *s += b;
                     }
