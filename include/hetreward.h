@@ -227,7 +227,8 @@ typedef struct hetreward_fit_params {
      */
     double eta2;
     /**
-     * Iteration cap per start; 0 = the solver's default (Newton 100, agd 10000).
+     * Iteration cap per start; 0 = the solver's default (Newton 100, agd 10000). At most
+     * 1,000,000,000 (HETREWARD_INVALID_ARGUMENT above).
      */
     uint64_t max_iter;
     /**
@@ -245,7 +246,7 @@ typedef struct hetreward_fit_params {
     hetreward_init init;
     /**
      * Extra seeded U(-1,1) starts of the Newton solver when d2 > 0 (the lowest optimum
-     * wins). Default 2. Ignored by agd.
+     * wins). Default 2, at most 1000 (HETREWARD_INVALID_ARGUMENT above). Ignored by agd.
      */
     uint32_t restarts;
     /**
@@ -267,7 +268,8 @@ typedef struct hetreward_fit_params {
      */
     size_t gamma0_len;
     /**
-     * Worker threads of the fit; 0 = one per core (default). Results do not depend on it.
+     * Worker threads of the fit; 0 = one per core (default), at most 1024
+     * (HETREWARD_INVALID_ARGUMENT above). Results do not depend on it.
      */
     uint32_t threads;
     /**

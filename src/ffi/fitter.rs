@@ -87,7 +87,8 @@ pub struct hetreward_fit_params {
     pub eta1: f64,
     /// agd step size for gamma, > 0. Default 0.08 (the paper's). Ignored by Newton.
     pub eta2: f64,
-    /// Iteration cap per start; 0 = the solver's default (Newton 100, agd 10000).
+    /// Iteration cap per start; 0 = the solver's default (Newton 100, agd 10000). At most
+    /// 1,000,000,000 (HETREWARD_INVALID_ARGUMENT above).
     pub max_iter: u64,
     /// Convergence tolerance on the gradient norm of the mean NLL, >= 0. Default 1e-8.
     pub tol: f64,
@@ -97,7 +98,7 @@ pub struct hetreward_fit_params {
     /// HETREWARD_INIT_DEFAULT (default), HETREWARD_INIT_RANDOM or HETREWARD_INIT_EXPLICIT.
     pub init: hetreward_init,
     /// Extra seeded U(-1,1) starts of the Newton solver when d2 > 0 (the lowest optimum
-    /// wins). Default 2. Ignored by agd.
+    /// wins). Default 2, at most 1000 (HETREWARD_INVALID_ARGUMENT above). Ignored by agd.
     pub restarts: u32,
     /// Explicit start for theta (d1 values) when init = HETREWARD_INIT_EXPLICIT, else ignored.
     /// Copied by hetreward_fitter_new(). Default NULL.
@@ -109,7 +110,8 @@ pub struct hetreward_fit_params {
     pub gamma0: *const f64,
     /// Number of values in gamma0 (must equal the dataset's d2 at fit time). Default 0.
     pub gamma0_len: usize,
-    /// Worker threads of the fit; 0 = one per core (default). Results do not depend on it.
+    /// Worker threads of the fit; 0 = one per core (default), at most 1024
+    /// (HETREWARD_INVALID_ARGUMENT above). Results do not depend on it.
     pub threads: u32,
     /// If true, a fit that stops without meeting `tol` fails with HETREWARD_NOT_CONVERGED.
     /// Default false: such a fit still returns a model whose report says converged = false

@@ -41,6 +41,19 @@ pub const DENSE_NEWTON_MAX_PARAMS: usize = 256;
 /// Random restarts ([`FitOptions::restarts`]) are run only up to this many parameters.
 pub const MULTI_START_MAX_PARAMS: usize = DENSE_NEWTON_MAX_PARAMS;
 
+/// Largest accepted [`FitOptions::restarts`]. Each restart is a full solve whose start is held
+/// in memory, so the count is bounded rather than trusted: a caller's `UINT32_MAX` is an
+/// invalid argument, not a 200 GB allocation.
+pub const MAX_RESTARTS: usize = 1000;
+
+/// Largest accepted [`FitOptions::threads`]. A pool is spawned per fit; past a few times the
+/// core count more threads only cost start-up time, and a million of them cost a minute.
+pub const MAX_THREADS: usize = 1024;
+
+/// Largest accepted [`FitOptions::max_iter`] (one billion iterations: far beyond any
+/// convergent fit; cancel a long fit instead of relying on the cap).
+pub const MAX_ITERATIONS: usize = 1_000_000_000;
+
 /// How the Newton solver solves the linear system of each step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NewtonVariant {
@@ -168,7 +181,8 @@ impl FitOptions {
     }
 
     /// Checks every option against its domain (positive finite step sizes and tolerance,
-    /// explicit starting values of the right dimensions and finite).
+    /// counts within [`MAX_ITERATIONS`], [`MAX_RESTARTS`] and [`MAX_THREADS`], explicit
+    /// starting values of the right dimensions and finite).
     pub fn check(&self, d1: usize, d2: usize) -> Result<()> {
         for (name, v) in [("eta1", self.eta1), ("eta2", self.eta2)] {
             if !(v.is_finite() && v > 0.0) {
@@ -189,6 +203,19 @@ impl FitOptions {
         }
         if self.max_iter == Some(0) {
             return Err(Error::invalid("max_iter", "must be at least 1"));
+        }
+        let counts = [
+            ("max_iter", self.max_iter.unwrap_or(0), MAX_ITERATIONS),
+            ("restarts", self.restarts, MAX_RESTARTS),
+            ("threads", self.threads, MAX_THREADS),
+        ];
+        for (name, value, limit) in counts {
+            if value > limit {
+                return Err(Error::invalid(
+                    name,
+                    format!("{value} is above the limit of {limit}"),
+                ));
+            }
         }
         if let Init::Explicit(p) = &self.init {
             if p.theta.len() != d1 {
