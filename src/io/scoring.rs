@@ -11,9 +11,9 @@
 //! Each reader is told the model's `d1` and rejects other widths. Every error is an
 //! [`Error::Format`] naming the file, the tensor or column and, where there is one, the row
 //! (CSV: 1-based data row, as a spreadsheet shows it; safetensors: 0-based row). safetensors
-//! files are memory-mapped and converted once to `f64`.
+//! files are read (never memory-mapped), shapes checked from the header before any data.
 
-use super::csv_table::CsvTable;
+use super::csv_table::{non_canonical_numbered, numbered, CsvTable};
 use super::safetensors_table::SafetensorsFile;
 use super::FileKind;
 use crate::error::{Error, Result};
@@ -167,7 +167,9 @@ pub fn phi_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PhiInput> 
 
 /// PAIRS from a safetensors file with the tensors `phi0`, `phi1` `[m, d1]`.
 pub fn pairs_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PairsInput> {
-    let (rows, phi0) = st_matrix(f, "phi0", None, d1)?;
+    let rows = st_matrix_shape(f, "phi0", None, d1)?;
+    st_matrix_shape(f, "phi1", Some(rows), d1)?;
+    let (_, phi0) = st_matrix(f, "phi0", Some(rows), d1)?;
     let (_, phi1) = st_matrix(f, "phi1", Some(rows), d1)?;
     Ok(PairsInput {
         path: f.path().to_string(),
@@ -179,18 +181,22 @@ pub fn pairs_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PairsInp
 }
 
 /// CANDIDATES from a safetensors file with `phi` `[m, d1]`, `group` `[m]` and optional `penalty`
-/// `[m]`.
+/// `[m]`. Every shape is checked before any data is read.
 pub fn candidates_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<CandidatesInput> {
     let path = f.path();
-    let (rows, phi) = st_matrix(f, "phi", None, d1)?;
-    let g = f.tensor("group", true)?;
-    g.expect_shape(path, "group", &[Some(rows)])?;
-    let group = group_ids(&g.values, |r| format!("tensor `group`, row {r}"))
-        .map_err(|d| Error::format(path, d))?;
-    let penalty = if f.has("penalty") {
-        let p = f.tensor("penalty", false)?;
-        p.expect_shape(path, "penalty", &[Some(rows)])?;
-        Some(p.values)
+    let rows = st_matrix_shape(f, "phi", None, d1)?;
+    f.expect_shape("group", true, &[Some(rows)])?;
+    let has_penalty = f.has("penalty");
+    if has_penalty {
+        f.expect_shape("penalty", false, &[Some(rows)])?;
+    }
+    let phi = f.read("phi", false)?;
+    let group = group_ids(&f.read("group", true)?, |r| {
+        format!("tensor `group`, row {r}")
+    })
+    .map_err(|d| Error::format(path, d))?;
+    let penalty = if has_penalty {
+        Some(f.read("penalty", false)?)
     } else {
         None
     };
@@ -265,17 +271,9 @@ pub fn select_groups(
         .collect()
 }
 
-/// `j` if `name` is `{prefix}{j}` with a positive integer `j` (no sign, no leading zero).
-fn numbered(name: &str, prefix: &str) -> Option<usize> {
-    let digits = name.strip_prefix(prefix)?;
-    if digits.is_empty() || digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
-}
-
 /// Checks a CSV header: only the `named` columns (all optional here; required ones are looked
-/// up later) and, for each `(prefix, d1)` block, exactly `prefix1..prefix{d1}`.
+/// up later) and, for each `(prefix, d1)` block, exactly `prefix1..prefix{d1}`. Linear in the
+/// number of columns (names are looked up in the table's index).
 fn check_columns(t: &CsvTable, named: &[&str], blocks: &[(&str, usize)]) -> Result<()> {
     let expected = || {
         let mut parts: Vec<String> = named.iter().map(|c| format!("`{c}`")).collect();
@@ -283,14 +281,19 @@ fn check_columns(t: &CsvTable, named: &[&str], blocks: &[(&str, usize)]) -> Resu
         parts.join(", ")
     };
     for c in &t.columns {
-        let ok =
-            named.contains(&c.as_str()) || blocks.iter().any(|(p, _)| numbered(c, p).is_some());
-        if !ok {
-            return Err(Error::format(
-                &t.path,
-                format!("unexpected column `{c}` (expected {})", expected()),
-            ));
+        if named.contains(&c.as_str()) || blocks.iter().any(|(p, _)| numbered(c, p).is_some()) {
+            continue;
         }
+        return Err(Error::format(
+            &t.path,
+            match blocks.iter().find(|(p, _)| non_canonical_numbered(c, p)) {
+                Some((p, _)) => format!(
+                    "column `{c}` is ambiguous: numbered columns are written `{p}1`, `{p}2`, ... \
+                     (no leading zeros, signs or spaces)"
+                ),
+                None => format!("unexpected column `{c}` (expected {})", expected()),
+            },
+        ));
     }
     for (prefix, d1) in blocks {
         let widest = t
@@ -308,7 +311,8 @@ fn check_columns(t: &CsvTable, named: &[&str], blocks: &[(&str, usize)]) -> Resu
                 ),
             ));
         }
-        if let Some(j) = (1..=*d1).find(|j| t.find(&format!("{prefix}{j}")).is_none()) {
+        let present = t.numbered_columns(prefix);
+        if let Some(j) = (1..=*d1).find(|&j| present.get(j - 1).is_none_or(|c| c.is_none())) {
             return Err(Error::format(
                 &t.path,
                 format!("missing column `{prefix}{j}`"),
@@ -332,26 +336,36 @@ fn csv_block(t: &CsvTable, prefix: &str, d1: usize) -> Result<Vec<f64>> {
     Ok(values)
 }
 
-/// A 2-D feature tensor `[rows, d1]` (rows fixed when `rows` is given), with messages naming the
-/// model's d1.
+/// A 2-D feature tensor `[rows, d1]` (rows fixed when `rows` is given), read after its shape
+/// is checked, with messages naming the model's d1.
 fn st_matrix(
     f: &SafetensorsFile,
     name: &str,
     rows: Option<usize>,
     d1: usize,
 ) -> Result<(usize, Vec<f64>)> {
-    let t = f.tensor(name, false)?;
-    if t.shape.len() != 2 || t.shape[1] != d1 || rows.is_some_and(|m| t.shape[0] != m) {
+    let m = st_matrix_shape(f, name, rows, d1)?;
+    Ok((m, f.read(name, false)?))
+}
+
+/// The row count of a 2-D feature tensor `[rows, d1]`, from the header alone.
+fn st_matrix_shape(
+    f: &SafetensorsFile,
+    name: &str,
+    rows: Option<usize>,
+    d1: usize,
+) -> Result<usize> {
+    let shape = f.shape(name, false)?;
+    if shape.len() != 2 || shape[1] != d1 || rows.is_some_and(|m| shape[0] != m) {
         return Err(Error::format(
             f.path(),
             format!(
-                "tensor `{name}` has shape {:?}; expected [{}, {d1}] ({d1} = the model's d1)",
-                t.shape,
+                "tensor `{name}` has shape {shape:?}; expected [{}, {d1}] ({d1} = the model's d1)",
                 rows.map_or("m".to_string(), |m| m.to_string())
             ),
         ));
     }
-    Ok((non_empty(f.path(), t.shape[0])?, t.values))
+    non_empty(f.path(), shape[0])
 }
 
 fn non_empty(path: &str, rows: usize) -> Result<usize> {
@@ -416,7 +430,11 @@ mod tests {
         let e = err(phi_from_csv(&table("phi1\n"), 1));
         assert!(e.contains("no data rows"), "{e}");
         let e = err(phi_from_csv(&table("phi01\n1\n"), 1));
-        assert!(e.contains("unexpected column `phi01`"), "{e}");
+        assert!(e.contains("column `phi01` is ambiguous"), "{e}");
+        let e = err(phi_from_csv(&table("phi1,phi01\n1,2\n"), 1));
+        assert!(e.contains("column `phi01` is ambiguous"), "{e}");
+        let e = err(phi_from_csv(&table("phi1,phi+2\n1,2\n"), 2));
+        assert!(e.contains("column `phi+2` is ambiguous"), "{e}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //!   `cluster` may also be integer dtypes.
 //! * `.csv` with a header: optional `cluster`, then `y`, `psi0`, `z1..z{d1}`, `psi1..psi{d2}`.
 
-use super::csv_table::CsvTable;
+use super::csv_table::{non_canonical_numbered, numbered, CsvTable};
 use super::safetensors_table::SafetensorsFile;
 use super::FileKind;
 use crate::data::Dataset;
@@ -35,12 +35,23 @@ pub fn from_csv(t: &CsvTable) -> Result<Dataset> {
             || numbered(c, "z").is_some_and(|j| j <= d1)
             || numbered(c, "psi").is_some_and(|j| (1..=d2).contains(&j))
     };
-    if let Some(c) = t.columns.iter().find(|c| !known(c)) {
+    for c in &t.columns {
+        if known(c) {
+            continue;
+        }
+        let ambiguous = ["z", "psi"].iter().find(|p| non_canonical_numbered(c, p));
         return Err(Error::format(
             &t.path,
-            format!(
-                "unexpected column `{c}` (columns are cluster?, y, psi0, z1..z{d1}, psi1..psi{d2})"
-            ),
+            match ambiguous {
+                Some(p) => format!(
+                    "column `{c}` is ambiguous: numbered columns are written `{p}1`, `{p}2`, ... \
+                     (no leading zeros, signs or spaces)"
+                ),
+                None => format!(
+                    "unexpected column `{c}` (columns are cluster?, y, psi0, z1..z{d1}, \
+                     psi1..psi{d2})"
+                ),
+            },
         ));
     }
     let y = t.column("y")?;
@@ -52,56 +63,52 @@ pub fn from_csv(t: &CsvTable) -> Result<Dataset> {
     Dataset::new(d1, d2, z, psi0, psi, y, cluster).map_err(|e| invalid_data(&t.path, e))
 }
 
-/// Builds a dataset from a safetensors file with the training tensors.
+/// Builds a dataset from a safetensors file with the training tensors. Every shape is checked
+/// against the others from the header before any tensor data is read, so an inconsistent file
+/// costs nothing to reject.
 pub fn from_safetensors(f: &SafetensorsFile) -> Result<Dataset> {
     let path = f.path();
-    let y = f.tensor("y", true)?;
-    y.expect_shape(path, "y", &[None])?;
-    let n = y.shape[0];
-    let (d1, z) = if f.has("z") {
-        let z = f.tensor("z", false)?;
-        z.expect_shape(path, "z", &[Some(n), None])?;
-        (z.shape[1], z.values)
+    let n = f.expect_shape("y", true, &[None])?[0];
+    // Where z comes from, and its width: `z` itself, or `phi1 - phi0`.
+    let (z_name, d1) = if f.has("z") {
+        ("z", f.expect_shape("z", false, &[Some(n), None])?[1])
     } else if f.has("phi0") && f.has("phi1") {
-        let phi0 = f.tensor("phi0", false)?;
-        phi0.expect_shape(path, "phi0", &[Some(n), None])?;
-        let phi1 = f.tensor("phi1", false)?;
-        phi1.expect_shape(path, "phi1", &[Some(n), Some(phi0.shape[1])])?;
-        let z = phi1
-            .values
-            .iter()
-            .zip(&phi0.values)
-            .map(|(a, b)| a - b)
-            .collect();
-        (phi0.shape[1], z)
+        let d1 = f.expect_shape("phi0", false, &[Some(n), None])?[1];
+        f.expect_shape("phi1", false, &[Some(n), Some(d1)])?;
+        ("phi0", d1)
     } else {
         return Err(Error::format(
             path,
             "missing tensor `z` (or the pair `phi0`, `phi1`)",
         ));
     };
-    let psi0 = f.tensor("psi0", false)?;
-    psi0.expect_shape(path, "psi0", &[Some(n)])?;
-    let (d2, psi) = if f.has("psi") {
-        let psi = f.tensor("psi", false)?;
-        psi.expect_shape(path, "psi", &[Some(n), None])?;
-        (psi.shape[1], psi.values)
+    f.expect_shape("psi0", false, &[Some(n)])?;
+    let d2 = if f.has("psi") {
+        f.expect_shape("psi", false, &[Some(n), None])?[1]
     } else {
-        (0, Vec::new())
+        0
+    };
+    if f.has("cluster") {
+        f.expect_shape("cluster", true, &[Some(n)])?;
+    }
+    // Everything the header tells is consistent: now decode.
+    let y = f.read("y", true)?;
+    let mut z = f.read(z_name, false)?;
+    if z_name == "phi0" {
+        f.combine_into("phi1", &mut z, |phi0, phi1| phi1 - phi0)?;
+    }
+    let psi0 = f.read("psi0", false)?;
+    let psi = if f.has("psi") {
+        f.read("psi", false)?
+    } else {
+        Vec::new()
     };
     let cluster = if f.has("cluster") {
-        let c = f.tensor("cluster", true)?;
-        c.expect_shape(path, "cluster", &[Some(n)])?;
-        Some(cluster_ids(path, "cluster", &c.values)?)
+        Some(cluster_ids(path, "cluster", &f.read("cluster", true)?)?)
     } else {
         None
     };
-    Dataset::new(d1, d2, z, psi0.values, psi, y.values, cluster).map_err(|e| invalid_data(path, e))
-}
-
-/// `j` if `name` is `{prefix}{j}` with a positive integer `j`.
-fn numbered(name: &str, prefix: &str) -> Option<usize> {
-    name.strip_prefix(prefix)?.parse().ok().filter(|&j| j >= 1)
+    Dataset::new(d1, d2, z, psi0, psi, y, cluster).map_err(|e| invalid_data(path, e))
 }
 
 fn cluster_ids(path: &str, what: &str, values: &[f64]) -> Result<Vec<i64>> {
