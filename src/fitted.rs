@@ -42,6 +42,10 @@ pub struct RewardModel {
     covariance: CovarianceKind,
     report: FitReport,
     gamma_cov: DMatrix<f64>,
+    /// A square root `F` of `Cov(gamma_hat) = F F^T` (from its eigen-decomposition, checked
+    /// positive semi-definite): rationality SEs are `||F^T psi||`, never the square root of a
+    /// rounded-negative quadratic form.
+    gamma_root: DMatrix<f64>,
     theta_se: Vec<f64>,
     gamma_se: Vec<f64>,
     /// The lower Cholesky factor `L` of `Cov(theta_hat)`, packed for the scoring kernel (the
@@ -140,6 +144,23 @@ impl RewardModel {
         check_finite("gamma", &params.gamma)?;
         check_finite("theta_cov_factor", theta_cov_factor.as_slice())?;
         check_finite("gamma_cov", gamma_cov.as_slice())?;
+        check_report(&report)?;
+        if n == 0 {
+            return Err(Error::invalid(
+                "n",
+                "a model needs at least one training sample",
+            ));
+        }
+        // L must be a Cholesky factor: a positive diagonal (the covariance is then positive
+        // definite), and every row norm (a theta_j's SE) finite.
+        if let Some(j) = (0..d1).find(|&j| theta_cov_factor[(j, j)] <= 0.0) {
+            return Err(Error::SingularInformation {
+                detail: format!(
+                    "the Cholesky factor of Cov(theta) has a non-positive diagonal entry {:e} at                      [{j}, {j}]: the covariance is not positive definite",
+                    theta_cov_factor[(j, j)]
+                ),
+            });
+        }
         // Row norms of L, accumulated column by column (contiguous in column-major storage).
         let mut theta_ss = vec![0.0f64; d1];
         for (k, col) in theta_cov_factor.as_slice().chunks_exact(d1).enumerate() {
@@ -147,19 +168,15 @@ impl RewardModel {
                 *acc += v * v;
             }
         }
-        let theta_se = theta_ss.into_iter().map(f64::sqrt).collect();
-        let gamma_se = (0..d2)
-            .map(|k| {
-                let v = gamma_cov[(k, k)];
-                if v >= 0.0 {
-                    Ok(v.sqrt())
-                } else {
-                    Err(Error::SingularInformation {
-                        detail: format!("variance of gamma[{k}] is negative ({v:e})"),
-                    })
-                }
-            })
-            .collect::<Result<Vec<f64>>>()?;
+        let theta_se: Vec<f64> = theta_ss.into_iter().map(f64::sqrt).collect();
+        if let Some(j) = theta_se.iter().position(|v| !v.is_finite()) {
+            return Err(Error::SingularInformation {
+                detail: format!("the standard error of theta[{j}] overflows a double"),
+            });
+        }
+        let gamma_root = psd_root(&gamma_cov)?;
+        // The diagonal is non-negative (checked by psd_root).
+        let gamma_se = (0..d2).map(|k| gamma_cov[(k, k)].sqrt()).collect();
         // Packed in place: the dense factor's buffer becomes the packed one.
         let packed = PackedLower::from_lower(theta_cov_factor);
         Ok(RewardModel {
@@ -168,6 +185,7 @@ impl RewardModel {
             covariance,
             report,
             gamma_cov,
+            gamma_root,
             theta_se,
             gamma_se,
             packed,
@@ -372,9 +390,124 @@ impl RewardModel {
         check_finite("psi", psi)?;
         let sigma = psi0 + dot(&self.params.gamma, psi);
         let v = nalgebra::DVector::from_column_slice(psi);
-        let var = (v.transpose() * &self.gamma_cov * &v)[(0, 0)];
-        Ok((sigma, var.max(0.0).sqrt()))
+        let se = (self.gamma_root.tr_mul(&v)).norm();
+        if !(sigma.is_finite() && se.is_finite()) {
+            return Err(Error::invalid(
+                "psi",
+                "psi0 and psi are so large that the rationality or its standard error overflows \
+                 a double; rescale them",
+            ));
+        }
+        Ok((sigma, se))
     }
+}
+
+/// The fit report of a stored model must describe a fit that can have happened: finite,
+/// non-negative figures (gradient norm, mean NLL, seconds, tolerance), at least one start, no
+/// more iterations in the winning start than in all, and `converged` exactly when the
+/// termination says so.
+fn check_report(r: &FitReport) -> Result<()> {
+    let figures = [
+        ("grad_norm", r.grad_norm),
+        ("neg_loglik", r.neg_loglik),
+        ("seconds", r.seconds),
+        ("tol", r.tol),
+    ];
+    for (name, v) in figures {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(Error::invalid(
+                format!("report.{name}"),
+                format!("must be finite and non-negative; got {v}"),
+            ));
+        }
+    }
+    if r.starts == 0 {
+        return Err(Error::invalid("report.starts", "must be at least 1"));
+    }
+    if r.iterations > r.total_iterations {
+        return Err(Error::invalid(
+            "report.iterations",
+            format!(
+                "{} iterations in the winning start but {} in all",
+                r.iterations, r.total_iterations
+            ),
+        ));
+    }
+    if r.converged != (r.termination == crate::fit::Termination::Converged) {
+        return Err(Error::invalid(
+            "report.converged",
+            format!(
+                "converged = {} disagrees with the termination `{}`",
+                r.converged,
+                r.termination.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A square root `F` (`cov = F F^T`) of a symmetric positive semi-definite covariance.
+///
+/// Scale-invariant: with `s = sqrt(diag(cov))`, the correlation matrix `C = cov / (s s^T)` is
+/// eigen-decomposed (`C = U diag(lambda) U^T`) and `F = diag(s) U diag(sqrt(lambda))`, so
+/// coefficients on wildly different scales (1e-10 next to 1e10) keep their full precision. A
+/// negative variance, asymmetry beyond rounding, or an eigenvalue of `C` below `-1e-9` (`C`'s
+/// eigenvalues lie in `[0, d]`; rounding gives ~`1e-15`) means the matrix is not a covariance:
+/// [`Error::SingularInformation`]. Eigenvalues within rounding of zero count as zero.
+fn psd_root(cov: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+    let d = cov.nrows();
+    if d == 0 {
+        return Ok(DMatrix::zeros(0, 0));
+    }
+    let not_psd = |detail: String| Error::SingularInformation {
+        detail: format!("Cov(gamma) is not a covariance matrix: {detail}"),
+    };
+    if let Some(k) = (0..d).find(|&k| cov[(k, k)] < 0.0 || cov[(k, k)].is_nan()) {
+        return Err(not_psd(format!(
+            "the variance of gamma[{k}] is negative ({:e})",
+            cov[(k, k)]
+        )));
+    }
+    let s: Vec<f64> = (0..d).map(|k| cov[(k, k)].sqrt()).collect();
+    let mut corr = DMatrix::zeros(d, d);
+    for i in 0..d {
+        for j in 0..d {
+            let (a, b) = (cov[(i, j)], cov[(j, i)]);
+            let scale = s[i] * s[j];
+            if (a - b).abs() > 1e-12 * scale.max(a.abs()) {
+                return Err(not_psd(format!(
+                    "asymmetric at [{i}, {j}] ({a:e} vs {b:e})"
+                )));
+            }
+            corr[(i, j)] = match scale > 0.0 {
+                true => a / scale,
+                // A zero variance: its row must be zero too (checked through |corr| <= 1).
+                false if a == 0.0 => 0.0,
+                false => f64::INFINITY,
+            };
+            if corr[(i, j)].is_nan() || corr[(i, j)].abs() > 1.0 + 1e-9 {
+                return Err(not_psd(format!(
+                    "the covariance at [{i}, {j}] ({a:e}) exceeds the product of the standard \
+                     errors ({scale:e})"
+                )));
+            }
+        }
+    }
+    let eig = nalgebra::SymmetricEigen::new(corr);
+    let smallest = eig.eigenvalues.min();
+    if smallest < -1e-9 {
+        return Err(not_psd(format!(
+            "its correlation matrix has the negative eigenvalue {smallest:e}"
+        )));
+    }
+    let mut root = eig.eigenvectors;
+    for (k, &lambda) in eig.eigenvalues.iter().enumerate() {
+        root.column_mut(k).scale_mut(lambda.max(0.0).sqrt());
+    }
+    for (i, &si) in s.iter().enumerate() {
+        root.row_mut(i).scale_mut(si);
+    }
+    Ok(root)
 }
 
 /// Finite features can still be so large (|phi| ~ 1e160 and up) that a reward, its SE or a
