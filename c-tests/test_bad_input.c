@@ -18,7 +18,9 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef HETREWARD_ERRORS_DOC
 #error "HETREWARD_ERRORS_DOC (path of docs/errors.md) must be defined by the build"
@@ -1059,6 +1061,220 @@ static void model_file_cases(void) {
     unlink("bad_input_flip.hrm");
 }
 
+/* ---- host safety (issue 10): caller-sized counts, hostile files, crafted models ----------- */
+
+/* Peak resident set of this process, in KiB. */
+static long peak_rss_kib(void) {
+    struct rusage u;
+    CHECK(getrusage(RUSAGE_SELF, &u) == 0);
+    return u.ru_maxrss;
+}
+
+/* CRC-32 (IEEE, reflected), as the model file stores it. */
+static uint32_t crc32_ieee(const uint8_t *p, size_t len) {
+    uint32_t c = 0xFFFFFFFFu;
+    size_t i;
+    int k;
+    for (i = 0; i < len; i++) {
+        c ^= p[i];
+        for (k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+/* Model-file layout (docs/model-format.md): 20-byte header, payload, CRC-32 of the payload.
+ * Payload offsets of the fields the crafted models change. */
+#define MF_HEADER 20
+#define MF_GRAD_NORM 44
+#define MF_TOL 68
+#define MF_THETA 76
+#define MF_FACTOR (MF_THETA + 8 * (D1 + D2))
+#define MF_GAMMA_COV (MF_FACTOR + 8 * (D1 * (D1 + 1) / 2))
+
+static void put_f64(uint8_t *payload, size_t offset, double v) {
+    uint64_t bits;
+    int i;
+    memcpy(&bits, &v, 8);
+    for (i = 0; i < 8; i++) payload[offset + (size_t)i] = (uint8_t)(bits >> (8 * i));
+}
+
+static double get_f64(const uint8_t *payload, size_t offset) {
+    uint64_t bits = 0;
+    double v;
+    int i;
+    for (i = 7; i >= 0; i--) bits = (bits << 8) | payload[offset + (size_t)i];
+    memcpy(&v, &bits, 8);
+    return v;
+}
+
+/* Re-seals a crafted buffer with a valid checksum, so only the content checks can refuse it. */
+static void reseal(uint8_t *buf, size_t len) {
+    uint32_t c = crc32_ieee(buf + MF_HEADER, len - MF_HEADER - 4);
+    int i;
+    for (i = 0; i < 4; i++) buf[len - 4 + (size_t)i] = (uint8_t)(c >> (8 * i));
+}
+
+static void host_safety_cases(void) {
+    hetreward_fit_params p;
+    uint8_t *buf, *crafted;
+    size_t len = 0, i;
+    long rss_before;
+    FILE *f;
+
+    /* Class 1: every count a caller passes is bounded before anything is allocated. */
+    function_header("hetreward_fitter_new");
+#define PARAMS_CASE(arg, cond, expected, needle, assignment)       \
+    do {                                                           \
+        p = hetreward_fit_default_params();                        \
+        assignment;                                                \
+        CASE(arg, cond, expected, needle, hetreward_fitter_new(&p, &out_fitter)); \
+    } while (0)
+    PARAMS_CASE("params.restarts", "UINT32_MAX (would allocate 200 GB of starts)",
+                HETREWARD_INVALID_ARGUMENT, "`params.restarts`" SEP "limit of 1000",
+                p.restarts = UINT32_MAX);
+    PARAMS_CASE("params.restarts", "1001 (one above the limit)", HETREWARD_INVALID_ARGUMENT,
+                "`params.restarts`" SEP "1001", p.restarts = 1001);
+    PARAMS_CASE("params.threads", "1000000", HETREWARD_INVALID_ARGUMENT,
+                "`params.threads`" SEP "limit of 1024", p.threads = 1000000);
+    PARAMS_CASE("params.threads", "UINT32_MAX", HETREWARD_INVALID_ARGUMENT, "`params.threads`",
+                p.threads = UINT32_MAX);
+    PARAMS_CASE("params.max_iter", "UINT64_MAX", HETREWARD_INVALID_ARGUMENT,
+                "`params.max_iter`" SEP "limit of 1000000000", p.max_iter = UINT64_MAX);
+    PARAMS_CASE("params.restarts", "1000 (the limit itself)", HETREWARD_OK, "",
+                p.restarts = 1000);
+    hetreward_fitter_free(out_fitter);
+    reset_outputs();
+#undef PARAMS_CASE
+
+    /* Hostile files: decided from the header, before any data is read or decoded. */
+    function_header("hetreward_dataset_load");
+    /* A sparse 320 MB file whose header already disagrees (z has one row more than y): the old
+     * reader decoded y (160 MB of doubles) before looking at z's shape. */
+    {
+        const char *json =
+            "{\"y\":{\"dtype\":\"F32\",\"shape\":[20000000],\"data_offsets\":[0,80000000]},"
+            "\"z\":{\"dtype\":\"F32\",\"shape\":[20000001,2],\"data_offsets\":[80000000,240000008]},"
+            "\"psi0\":{\"dtype\":\"F32\",\"shape\":[20000000],\"data_offsets\":[240000008,320000008]}}";
+        size_t hlen = strlen(json);
+        unsigned char head[8];
+        for (i = 0; i < 8; i++) head[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+        f = fopen("bad_input_sparse.safetensors", "wb");
+        CHECK(f != NULL);
+        CHECK(fwrite(head, 1, 8, f) == 8 && fwrite(json, 1, hlen, f) == hlen);
+        CHECK(fclose(f) == 0);
+        CHECK(truncate("bad_input_sparse.safetensors", (off_t)(8 + hlen + 320000008u)) == 0);
+        rss_before = peak_rss_kib();
+        CASE("file", "sparse 320 MB safetensors whose header has z with n + 1 rows",
+             HETREWARD_BAD_FORMAT, "tensor `z` has shape [20000001, 2]; expected [20000000, _]",
+             hetreward_dataset_load("bad_input_sparse.safetensors", &out_ds));
+        /* Nothing was decoded: the peak grew by far less than the 160 MB y would take. */
+        CHECK(peak_rss_kib() - rss_before < 32 * 1024);
+        unlink("bad_input_sparse.safetensors");
+    }
+    write_safetensors("bad_input.safetensors",
+                      "{\"y\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]},"
+                      "\"y\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[8,16]}}",
+                      "\0\0\0\0\0\0\xf0\x3f\0\0\0\0\0\0\0\0", 16);
+    CASE("file", "safetensors: tensor `y` named twice in the header", HETREWARD_BAD_FORMAT,
+         "tensor `y` is named twice",
+         hetreward_dataset_load("bad_input.safetensors", &out_ds));
+    write_safetensors("bad_input.safetensors",
+                      "{\"y\":{\"dtype\":\"F64\",\"shape\":[4611686018427387904,4],"
+                      "\"data_offsets\":[0,8]}}",
+                      "\0\0\0\0\0\0\xf0\x3f", 8);
+    CASE("file", "safetensors: a shape whose byte size overflows", HETREWARD_BAD_FORMAT,
+         "tensor `y` has shape",
+         hetreward_dataset_load("bad_input.safetensors", &out_ds));
+    /* A header of 200,000 feature columns and one row: parsed in linear time (the old column
+     * lookup was quadratic and never finished on a million), then refused for n <= d1. */
+    f = fopen("bad_input_wide.csv", "w");
+    CHECK(f != NULL);
+    fprintf(f, "y,psi0");
+    for (i = 1; i <= 200000; i++) fprintf(f, ",z%zu", i);
+    fprintf(f, "\n1,1");
+    for (i = 1; i <= 200000; i++) fprintf(f, ",0.5");
+    fprintf(f, "\n");
+    CHECK(fclose(f) == 0);
+    CASE("file", "CSV: 200,000 feature columns, one row", HETREWARD_BAD_FORMAT,
+         "need n > d1 + d2", hetreward_dataset_load("bad_input_wide.csv", &out_ds));
+    unlink("bad_input_wide.csv");
+    write_text("bad_input.csv", "y,psi0,z1,z1\n1,1,0.5,1\n0,1,-0.5,2\n1,1,0.25,3\n0,1,1,1\n");
+    CASE("file", "CSV: column `z1` twice", HETREWARD_BAD_FORMAT,
+         "column `z1` appears twice" SEP "columns 3 and 4",
+         hetreward_dataset_load("bad_input.csv", &out_ds));
+    write_text("bad_input.csv", "y,psi0,z1,y\n1,1,0.5,1\n0,1,-0.5,0\n1,1,0.25,1\n0,1,1,1\n");
+    CASE("file", "CSV: column `y` twice", HETREWARD_BAD_FORMAT, "column `y` appears twice",
+         hetreward_dataset_load("bad_input.csv", &out_ds));
+    write_text("bad_input.csv", "y,psi0,z1,z01\n1,1,0.5,1\n0,1,-0.5,2\n1,1,0.25,3\n0,1,1,1\n");
+    CASE("file", "CSV: `z01` next to `z1`", HETREWARD_BAD_FORMAT, "column `z01` is ambiguous",
+         hetreward_dataset_load("bad_input.csv", &out_ds));
+    write_text("bad_input.csv", "y,psi0,z1,psi+1\n1,1,0.5,1\n0,1,-0.5,2\n1,1,0.25,3\n0,1,1,1\n");
+    CASE("file", "CSV: `psi+1`", HETREWARD_BAD_FORMAT, "column `psi+1` is ambiguous",
+         hetreward_dataset_load("bad_input.csv", &out_ds));
+    unlink("bad_input.csv");
+    unlink("bad_input.safetensors");
+
+    /* Class 3: a model that passes its checksum but is nonsense is refused on load. */
+    function_header("hetreward_model_load_buffer");
+    CHECK_OK(hetreward_model_save_buffer(model, NULL, 0, &len));
+    buf = (uint8_t *)checked_malloc(len);
+    crafted = (uint8_t *)checked_malloc(len);
+    CHECK_OK(hetreward_model_save_buffer(model, buf, len, &len));
+#define CRAFTED_CASE(cond, needle, change)                                              \
+    do {                                                                                \
+        uint8_t *payload = crafted + MF_HEADER;                                         \
+        memcpy(crafted, buf, len);                                                      \
+        change;                                                                         \
+        reseal(crafted, len);                                                           \
+        CASE("buf", cond, HETREWARD_BAD_FORMAT, "<buffer>" SEP needle,                  \
+             hetreward_model_load_buffer(crafted, len, &out_model));                    \
+        (void)payload;                                                                  \
+    } while (0)
+    CRAFTED_CASE("valid checksum, Cov(gamma) indefinite (off-diagonal = 3 x the SEs)",
+                 "Cov(gamma) is not a covariance matrix",
+                 put_f64(payload, MF_GAMMA_COV + 8,
+                         3.0 * sqrt(get_f64(payload, MF_GAMMA_COV) *
+                                    get_f64(payload, MF_GAMMA_COV + 8 * (D2 + 1)))));
+    CRAFTED_CASE("valid checksum, Cov(gamma) asymmetric",
+                 "Cov(gamma) is not a covariance matrix" SEP "asymmetric",
+                 put_f64(payload, MF_GAMMA_COV + 8, 0.5 * get_f64(payload, MF_GAMMA_COV + 8)));
+    CRAFTED_CASE("valid checksum, a negative variance of gamma",
+                 "the variance of gamma[0] is negative",
+                 put_f64(payload, MF_GAMMA_COV, -1e-3));
+    CRAFTED_CASE("valid checksum, Cov(theta) factor entry 1e200 (SE overflows)",
+                 "theta[1] overflows", put_f64(payload, MF_FACTOR + 8, 1e200));
+    CRAFTED_CASE("valid checksum, Cov(theta) factor with a zero diagonal entry",
+                 "non-positive diagonal", put_f64(payload, MF_FACTOR + 8 * 2, 0.0));
+    CRAFTED_CASE("valid checksum, report grad_norm NaN", "`report.grad_norm`",
+                 put_f64(payload, MF_GRAD_NORM, NAN));
+    CRAFTED_CASE("valid checksum, report tol -1", "`report.tol`", put_f64(payload, MF_TOL, -1.0));
+    CRAFTED_CASE("valid checksum, theta[0] +Inf", "`theta`", put_f64(payload, MF_THETA, INFINITY));
+#undef CRAFTED_CASE
+    free(buf);
+    free(crafted);
+
+    /* Class 3 at query time: no silent overflow, no clamped variance. */
+    {
+        double big[D2] = {1e308, 1e308};
+        function_header("hetreward_model_rationality");
+        CASE("psi", "1e308 in every entry (sigma or its SE overflows)",
+             HETREWARD_INVALID_ARGUMENT, "`psi`" SEP "overflows",
+             hetreward_model_rationality(model, 1e308, big, D2, &out_sigma, &out_se));
+    }
+
+    /* Class 4: every alpha in (0, 1) is usable; tiny ones are not blamed on the features. */
+    function_header("hetreward_model_score");
+    CASE("alpha", "1e-300 (valid: q = 37.07)", HETREWARD_OK, "",
+         hetreward_model_score(model, phi, M, D1, 1e-300, out_rewards));
+    for (i = 0; i < M; i++)
+        CHECK(out_rewards[i].upper - out_rewards[i].reward > 37.0 * out_rewards[i].se &&
+              out_rewards[i].upper - out_rewards[i].reward < 37.1 * out_rewards[i].se);
+    reset_outputs();
+    CASE("alpha", "4.9e-324 (the smallest double)", HETREWARD_OK, "",
+         hetreward_model_score(model, phi, M, D1, 4.9e-324, out_rewards));
+    reset_outputs();
+}
+
 /* Every bit flip and every truncation of a model, through the C API's buffer loader (the Rust
  * unit tests src/io/model_file.rs do the same on from_bytes). Returns the number of buffers. */
 static size_t exhaustive_buffer_damage(void) {
@@ -1195,6 +1411,7 @@ int main(void) {
     model_accessor_cases();
     model_scoring_cases(other);
     model_file_cases();
+    host_safety_cases();
     buffers = exhaustive_buffer_damage();
     check_model_and_dataset();
     check_fit_again();
