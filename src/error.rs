@@ -167,6 +167,23 @@ pub fn check_finite(arg: &str, values: &[f64]) -> Result<()> {
     }
 }
 
+/// An empty vector with room for `len` values, or an [`Error::InvalidArgument`] naming `arg`
+/// when that much memory cannot be had: sizes that come from a caller (array lengths, counts in
+/// a file) must never abort the host through a failed allocation.
+pub fn try_with_capacity<T>(arg: &str, len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        Error::invalid(
+            arg,
+            format!(
+                "{len} values ({} bytes) cannot be allocated",
+                len.saturating_mul(std::mem::size_of::<T>())
+            ),
+        )
+    })?;
+    Ok(v)
+}
+
 /// Checks that `alpha` is a usable significance level, strictly inside (0, 1).
 pub fn check_alpha(alpha: f64) -> Result<()> {
     if alpha.is_finite() && alpha > 0.0 && alpha < 1.0 {

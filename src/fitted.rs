@@ -359,7 +359,8 @@ impl RewardModel {
                 values.len(),
             ));
         }
-        let rows: Vec<f64> = values.iter().map(|&v| v.into()).collect();
+        let mut rows = crate::error::try_with_capacity(arg, values.len())?;
+        rows.extend(values.iter().map(|&v| v.into()));
         check_finite(arg, &rows)?;
         Ok(rows)
     }

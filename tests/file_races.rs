@@ -111,3 +111,25 @@ fn a_scoring_file_cut_under_the_reader_is_an_error_too() {
         truncating.join().unwrap();
     }
 }
+
+/// A sparse model file whose header is consistent with its (apparent) size of 4 TB: the reader
+/// must not abort on the allocation — an error, not a dead host.
+#[test]
+fn a_sparse_model_file_claiming_terabytes_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.hrm");
+    let payload: u64 = 4 << 40;
+    let mut header = b"HETRWRD\0".to_vec();
+    header.extend(1u32.to_le_bytes());
+    header.extend(payload.to_le_bytes());
+    std::fs::write(&path, &header).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    if f.set_len(20 + payload + 4).is_err() {
+        eprintln!("this file system cannot hold a 4 TB sparse file; nothing to test");
+        return;
+    }
+    match hetreward::io::model_file::load(&path) {
+        Err(Error::Io { detail, .. }) => assert!(detail.contains("cannot allocate"), "{detail}"),
+        other => panic!("expected an I/O error, got {:?}", other.map(|m| m.d1())),
+    }
+}

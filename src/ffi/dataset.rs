@@ -23,7 +23,10 @@ pub struct hetreward_dataset {
 /// # Safety
 /// As [`in_slice`].
 unsafe fn read_f64<T: Copy + Into<f64>>(ptr: *const T, len: usize, arg: &str) -> Result<Vec<f64>> {
-    Ok(in_slice(ptr, len, arg)?.iter().map(|&v| v.into()).collect())
+    let values = in_slice(ptr, len, arg)?;
+    let mut out = crate::error::try_with_capacity(arg, len)?;
+    out.extend(values.iter().map(|&v| v.into()));
+    Ok(out)
 }
 
 /// The arrays of a training set, as the caller passed them.

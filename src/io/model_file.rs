@@ -263,7 +263,17 @@ pub fn load(path: &Path) -> Result<RewardModel> {
         return from_bytes(&header[..got], &name);
     }
     check_header(&header, size, &name)?;
-    let mut bytes = Vec::with_capacity(size as usize);
+    // The size comes from the file system (a sparse file can claim terabytes): allocate
+    // fallibly, so an impossible size is an error, not an abort of the host.
+    let mut bytes = usize::try_from(size)
+        .ok()
+        .and_then(|len| crate::error::try_with_capacity::<u8>(&name, len).ok())
+        .ok_or_else(|| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!("cannot allocate {size} bytes to read the model"),
+            ))
+        })?;
     bytes.extend_from_slice(&header);
     file.read_to_end(&mut bytes).map_err(io)?;
     from_bytes(&bytes, &name)
