@@ -1,4 +1,4 @@
-//! Fuzzes the safetensors reader (it memory-maps a file, so each input is written to a file in
+//! Fuzzes the safetensors reader (it reads from a path, so each input is written to a file in
 //! the temporary folder first) and the tables built on it. The first byte picks the model's d1
 //! for the scoring readers. Any input is read or rejected with an error; nothing panics.
 #![no_main]
