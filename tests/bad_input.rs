@@ -1021,6 +1021,40 @@ fn cli_bad_input_matrix() {
             2,
             &["`--out`", "is a folder"],
         );
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&out, m.path("out_link.hrm")).unwrap();
+            m.case(
+                "--out",
+                "a symbolic link to an existing model (would replace the link)",
+                &["fit", &train, "--out", &m.p("out_link.hrm")],
+                2,
+                &["`--out`", "symbolic link"],
+            );
+            untouched("--out a symbolic link");
+            let fifo = std::ffi::CString::new(m.p("fifo.json")).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+            m.case(
+                "--report",
+                "a FIFO",
+                &["fit", &train, "--out", &out, "--report", &m.p("fifo.json")],
+                2,
+                &["`--report`", "not a regular file"],
+            );
+            untouched("--report a FIFO");
+            use std::os::unix::fs::PermissionsExt;
+            let ro = m.p("readonly.hrm");
+            std::fs::write(&ro, &model_bytes).unwrap();
+            std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+            m.case(
+                "--out",
+                "a read-only model",
+                &["fit", &train, "--out", &ro],
+                2,
+                &["readonly.hrm", "read-only"],
+            );
+            assert_eq!(std::fs::read(&ro).unwrap(), model_bytes);
+        }
         m.case(
             "--report",
             "`.` (names no file)",

@@ -929,8 +929,8 @@ fn bin(args: &[&str]) -> Command {
     c
 }
 
-/// Every entry of a folder with its bytes (symbolic links as their target), to compare a folder
-/// before and after a failed command.
+/// Every entry of a folder with its bytes (symbolic links as their target, special files by
+/// kind), to compare a folder before and after a failed command.
 fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
         .unwrap()
@@ -946,6 +946,8 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
                     .into_bytes()
             } else if t.is_dir() {
                 b"<dir>".to_vec()
+            } else if !t.is_file() {
+                b"<fifo, device or socket>".to_vec() // never opened: a FIFO would block
             } else {
                 std::fs::read(e.path()).unwrap()
             };
@@ -1217,6 +1219,54 @@ fn a_failed_fit_leaves_every_output_as_it_was() {
         fails(&args, code, &needles);
         assert_eq!(snapshot(d), before, "{args:?} changed the folder");
     }
+}
+
+/// Outputs that a rename would not just replace are refused before any work, naming the flag:
+/// a symbolic link (the link would be replaced, not written through), a FIFO or a device, a
+/// read-only file; what they point to and the folder are left as they were.
+#[cfg(unix)]
+#[test]
+fn outputs_that_are_not_writable_regular_files_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = Fixture::new();
+    let d = f.dir.path();
+    let train = f.path("train.csv");
+    let model = f.path("model.hrm");
+    let link = f.path("link.hrm");
+    std::os::unix::fs::symlink(&model, &link).unwrap();
+    let dangling = f.path("dangling.hrm");
+    std::os::unix::fs::symlink(f.path("nowhere.hrm"), &dangling).unwrap();
+    let fifo = f.path("fifo.hrm");
+    let c = std::ffi::CString::new(s(&fifo)).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let ro = f.path("readonly.hrm");
+    std::fs::copy(&model, &ro).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let before = snapshot(d);
+    for (flag, path, needles) in [
+        ("--out", &link, vec!["`--out`", "symbolic link"]),
+        ("--out", &dangling, vec!["`--out`", "symbolic link"]),
+        ("--report", &link, vec!["`--report`", "symbolic link"]),
+        ("--out", &fifo, vec!["`--out`", "not a regular file"]),
+        ("--report", &fifo, vec!["`--report`", "not a regular file"]),
+        ("--out", &ro, vec!["readonly.hrm", "read-only"]),
+    ] {
+        let other = f.path("other.hrm");
+        let mut args = vec!["fit", s(&train)];
+        if flag == "--out" {
+            args.extend(["--out", s(path)]);
+        } else {
+            args.extend(["--out", s(&other), "--report", s(path)]);
+        }
+        fails(&args, 2, &needles);
+        assert_eq!(snapshot(d), before, "{args:?} changed the folder");
+    }
+    #[cfg(target_os = "linux")]
+    fails(
+        &["fit", s(&train), "--out", "/dev/null"],
+        2,
+        &["`--out`", "/dev/null", "not a regular file"],
+    );
 }
 
 /// A legal long output name (250 bytes, and the 255-byte maximum) saves, for the model and the

@@ -550,8 +550,9 @@ fn not_converged(r: &FitReport) -> String {
     }
 }
 
-/// Checks `fit`'s outputs before any work: each names a file (not a folder) in a folder that
-/// accepts a new file, and no output is the same file as DATA or as the other output.
+/// Checks `fit`'s outputs before any work: no output is the same file as DATA or as the other
+/// output, and each names a file that is absent or a writable regular file (not a symbolic
+/// link, folder, device, pipe or socket) in a folder that accepts a new file.
 fn check_fit_outputs(args: &FitArgs) -> Result<(), Failure> {
     let mut outputs = vec![("--out", args.out.as_path())];
     if let Some(report) = &args.report {
@@ -563,13 +564,6 @@ fn check_fit_outputs(args: &FitArgs) -> Result<(), Failure> {
             return Err(
                 Error::invalid(flag, format!("`{}` does not name a file", path.display())).into(),
             );
-        }
-        if path.is_dir() {
-            return Err(Error::invalid(
-                flag,
-                format!("`{}` is a folder; give a file name", path.display()),
-            )
-            .into());
         }
         let id = FileIdentity::of(path);
         if id.same_as(&data) {
@@ -598,7 +592,14 @@ fn check_fit_outputs(args: &FitArgs) -> Result<(), Failure> {
             }
         }
     }
-    for &(_, path) in &outputs {
+    for &(flag, path) in &outputs {
+        if let Some(reason) = std::fs::symlink_metadata(path)
+            .ok()
+            .as_ref()
+            .and_then(atomic::not_replaceable)
+        {
+            return Err(Error::invalid(flag, format!("`{}` {reason}", path.display())).into());
+        }
         atomic::check_writable(path)?;
     }
     Ok(())

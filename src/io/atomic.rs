@@ -9,8 +9,11 @@
 //! systems). An uncommitted [`PendingFile`] removes its temporary file when dropped; a process
 //! killed while writing can leave one behind, which nothing ever reads.
 //!
-//! The rename replaces the target's directory entry: a symbolic link at the target is replaced
-//! by the new file, not followed. An existing target's permission bits are kept.
+//! The rename replaces the target's directory entry, so an existing target must be a regular
+//! file that is not read-only: a symbolic link (e.g. `/dev/stdout`) would be replaced rather
+//! than written through, a folder, a device (`/dev/null`), a pipe or a socket would become a
+//! plain file, and a read-only file is one its owner protected — each is an error, checked
+//! before anything is written. An existing target's permission bits are kept.
 
 use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
@@ -37,7 +40,7 @@ pub struct PendingFile {
 /// path ending in `..`).
 pub fn split(path: &Path) -> Result<(PathBuf, &std::ffi::OsStr)> {
     let name = path.file_name().ok_or_else(|| {
-        Error::invalid("path", format!("`{}` does not name a file", path.display()))
+        Error::invalid("path", format!("`{}` is not a file path", path.display()))
     })?;
     let dir = path
         .parent()
@@ -49,12 +52,15 @@ pub fn split(path: &Path) -> Result<(PathBuf, &std::ffi::OsStr)> {
 impl PendingFile {
     /// Creates an empty temporary file beside `target` (exclusively, under a fresh name).
     ///
-    /// Errors: [`Error::Io`] naming `target` (missing folder, no permission, full disk...);
-    /// [`Error::InvalidArgument`] when `target` names no file.
+    /// Errors: [`Error::Io`] naming `target` (missing folder, no permission, full disk, a
+    /// read-only target); [`Error::InvalidArgument`] when `target` names no file, or exists and
+    /// is not a regular file (a symbolic link, a folder, a device such as `/dev/null`, a pipe, a
+    /// socket).
     pub fn create(target: &Path) -> Result<Self> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let (dir, _) = split(target)?;
         let io = |e: std::io::Error| Error::io(target.display().to_string(), &e);
+        check_replaceable(target)?;
         let mut last = None;
         for _ in 0..ATTEMPTS {
             let tmp = dir.join(format!(
@@ -130,6 +136,55 @@ impl Drop for PendingFile {
     }
 }
 
+/// What an existing target must be for a rename to replace it without losing anything: a
+/// regular file that is not read-only. A symbolic link would be replaced rather than written
+/// through (`/dev/stdout` is one: as root, the rename would replace the system's link), a
+/// folder, a device such as `/dev/null`, a FIFO or a socket by a plain file, and a read-only
+/// file is one its owner protected.
+///
+/// Errors: [`Error::InvalidArgument`] naming `path` for a symbolic link, a folder or another
+/// non-regular file; [`Error::Io`] (permission denied) for a read-only file.
+fn check_replaceable(target: &Path) -> Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(target) else {
+        return Ok(()); // absent: the rename creates it
+    };
+    let shown = target.display();
+    if let Some(reason) = not_replaceable(&meta) {
+        return Err(Error::invalid("path", format!("`{shown}` {reason}")));
+    }
+    if meta.permissions().readonly() {
+        return Err(Error::io(
+            shown.to_string(),
+            &std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "the file is read-only; make it writable to replace it",
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Why an existing directory entry (its `symlink_metadata`) cannot be replaced by an output
+/// file, or `None` for a regular file.
+pub fn not_replaceable(meta: &std::fs::Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    if t.is_symlink() {
+        Some(
+            "is a symbolic link: an output replaces the link itself rather than writing \
+             through it; give the path of the file it points to",
+        )
+    } else if t.is_dir() {
+        Some("is a folder; give a file name")
+    } else if !t.is_file() {
+        Some(
+            "is not a regular file (a device, pipe or socket): outputs are written to a \
+             temporary file and renamed over the target, which would replace it",
+        )
+    } else {
+        None
+    }
+}
+
 /// Writes `bytes` to `target` atomically (module docs).
 ///
 /// Errors: [`Error::Io`] naming `target`; [`Error::InvalidArgument`] when it names no file.
@@ -140,18 +195,13 @@ pub fn write(target: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Checks that `target` could be written now — its folder exists and accepts a new file, and
-/// `target` is not a folder — by creating and removing a temporary file beside it. Nothing is
-/// left behind and an existing target is not touched.
+/// an existing `target` is a writable regular file — by creating and removing a temporary file
+/// beside it. Nothing is left behind and an existing target is not touched.
 ///
-/// Errors: [`Error::Io`] naming `target`; [`Error::InvalidArgument`] when it names no file or
-/// names a folder.
+/// Errors: [`Error::Io`] naming `target` (including a read-only target);
+/// [`Error::InvalidArgument`] when it names no file, a symbolic link, a folder, a device, pipe
+/// or socket.
 pub fn check_writable(target: &Path) -> Result<()> {
-    if target.is_dir() {
-        return Err(Error::invalid(
-            "path",
-            format!("`{}` is a folder, not a file", target.display()),
-        ));
-    }
     PendingFile::create(target).map(drop)
 }
 
@@ -219,6 +269,38 @@ mod tests {
             check_writable(dir.path()),
             Err(Error::InvalidArgument { .. })
         ));
+        let readonly = dir.path().join("ro.bin");
+        std::fs::write(&readonly, b"keep").unwrap();
+        let mut perms = std::fs::metadata(&readonly).unwrap().permissions();
+        perms.set_readonly(true);
+        std::fs::set_permissions(&readonly, perms).unwrap();
+        assert!(matches!(write(&readonly, b"x"), Err(Error::Io { .. })));
+        assert_eq!(std::fs::read(&readonly).unwrap(), b"keep");
+        std::fs::remove_file(&readonly).unwrap();
+        #[cfg(unix)]
+        {
+            for special in ["/dev/null", "/dev/stdout"] {
+                assert!(matches!(
+                    check_writable(Path::new(special)),
+                    Err(Error::InvalidArgument { .. })
+                ));
+            }
+            let target = dir.path().join("target.bin");
+            std::fs::write(&target, b"kept").unwrap();
+            let link = dir.path().join("link.bin");
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            assert!(matches!(
+                write(&link, b"x"),
+                Err(Error::InvalidArgument { .. })
+            ));
+            assert!(std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+            assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+            std::fs::remove_file(&link).unwrap();
+            std::fs::remove_file(&target).unwrap();
+        }
         let missing = dir.path().join("no/such/dir/f.bin");
         assert!(matches!(check_writable(&missing), Err(Error::Io { .. })));
         check_writable(&dir.path().join("f.bin")).unwrap();
