@@ -616,10 +616,9 @@ struct FileIdentity {
 
 impl FileIdentity {
     fn of(path: &Path) -> Self {
-        let entry = atomic::split(path).ok().and_then(|(dir, name)| {
-            Some((dir, name.to_os_string()))
-                .and_then(|(dir, name)| node(&dir).map(|(dev, ino)| (dev, ino, name)))
-        });
+        let entry = atomic::split(path)
+            .ok()
+            .and_then(|(dir, name)| node(&dir).map(|(dev, ino)| (dev, ino, name.to_os_string())));
         FileIdentity {
             file: node(path),
             entry,
