@@ -44,8 +44,9 @@ files) or an output that cannot be written (a file, or stdout: e.g. a full disk)
 --require-converged and the fit did not converge; 141 (= 128 + SIGPIPE, no message) the reader of
 stdout closed the pipe (e.g. `| head`): the command stops there and fit publishes no file.
 fit never overwrites its input (--out or --report the same file as DATA, or --report the same
-as --out, by identity: links and ./ included, is exit 2) and replaces its outputs only when
-everything succeeded; a failed command leaves existing files as they were.";
+as --out, by identity: links and ./ included, is exit 2), writes only to absent or writable
+regular files (not symbolic links, devices, FIFOs or read-only files: exit 2), and replaces its
+outputs only when everything succeeded; a failed command leaves existing files as they were.";
 
 #[derive(Parser)]
 #[command(
@@ -210,7 +211,8 @@ enum PolicyArg {
 struct FitArgs {
     /// Training data: .csv (cluster?, y, psi0, z1..z{d1}, psi1..psi{d2}) or .safetensors.
     data: PathBuf,
-    /// Where to write the model file.
+    /// Where to write the model file (absent or a writable regular file; replaced only when
+    /// the whole command succeeds).
     #[arg(long)]
     out: PathBuf,
     /// Solver: newton (default; fast, multi-start) or agd (the paper's Algorithm 1).
