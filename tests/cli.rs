@@ -865,6 +865,7 @@ fn help_shows_an_example_for_every_subcommand() {
 /// child's peak the memory of the process it was spawned from (the test, at `exec`), so
 /// `extra_rss_mb` is the child's peak above this test process's own peak (`VmHWM`, read after
 /// the child exited): a child that allocates X MB more than the test ever held shows X.
+#[cfg(target_os = "linux")]
 struct Measured {
     code: i32,
     stdout: Vec<u8>,
@@ -873,7 +874,8 @@ struct Measured {
 }
 
 /// This process's peak resident memory in MB (`VmHWM`).
-fn own_extra_rss_mb() -> f64 {
+#[cfg(target_os = "linux")]
+fn own_peak_rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
     let line = status
         .lines()
@@ -887,6 +889,7 @@ fn own_extra_rss_mb() -> f64 {
     kb / 1024.0
 }
 
+#[cfg(target_os = "linux")]
 fn run_measured(mut cmd: Command) -> Measured {
     use std::io::Read;
     use std::process::Stdio;
@@ -919,7 +922,7 @@ fn run_measured(mut cmd: Command) -> Measured {
         code: libc::WEXITSTATUS(status),
         stdout: out.join().unwrap(),
         stderr: String::from_utf8(err.join().unwrap()).unwrap(),
-        extra_rss_mb: usage.ru_maxrss as f64 / 1024.0 - own_extra_rss_mb(),
+        extra_rss_mb: usage.ru_maxrss as f64 / 1024.0 - own_peak_rss_mb(),
     }
 }
 
@@ -1337,6 +1340,7 @@ fn negative_numbers_name_their_argument() {
 
 /// Sizes of the demo are bounded: a huge --n is exit 2 naming `n`, at once and in little
 /// memory (it used to abort allocating).
+#[cfg(target_os = "linux")]
 #[test]
 fn demo_sizes_are_bounded() {
     for n in ["100000000000", "18446744073709551615", "1000001"] {
@@ -1414,6 +1418,7 @@ fn non_convergence_says_what_happened() {
 
 /// Huge counts reach the library's check through clap (parsed as usize, no overflow in the
 /// CLI) and are exit 2 naming the option, at once and in little memory.
+#[cfg(target_os = "linux")]
 #[test]
 fn huge_fit_counts_are_exit_2_naming_the_option() {
     let f = Fixture::new();
