@@ -161,10 +161,10 @@ impl Penalty {
 pub struct DemoOptions {
     /// Seed of every random draw (simulation, solver restarts). Default 1.
     pub seed: u64,
-    /// Training comparisons, at least `10 (d1 + d2)`. Default 20,000 (the paper trains on
-    /// 33,845).
+    /// Training comparisons, at least `10 (d1 + d2)` and at most [`MAX_DEMO_N`]. Default 20,000
+    /// (the paper trains on 33,845).
     pub n: usize,
-    /// Embedding dimension d1 (at least 4). Default 64.
+    /// Embedding dimension d1 (4 to [`MAX_DEMO_D1`]). Default 64.
     pub d1: usize,
     /// Number of annotators; each comparison is made by one drawn at random. Default 400.
     pub annotators: usize,
@@ -210,15 +210,54 @@ impl Default for DemoOptions {
     }
 }
 
+/// Largest [`DemoOptions::n`] (training comparisons): 1,000,000 (the paper trains on 33,845).
+pub const MAX_DEMO_N: usize = 1_000_000;
+/// Largest [`DemoOptions::d1`]: 1,024.
+pub const MAX_DEMO_D1: usize = 1024;
+/// Largest annotator and prompt counts of the demo: 1,000,000 each.
+pub const MAX_DEMO_COUNT: usize = 1_000_000;
+/// Largest candidate-set size N of the Best-of-N study, and most sizes: 10,000 and 64.
+pub const MAX_DEMO_BON_SIZE: usize = 10_000;
+/// Most numbers the demo may hold in one simulated table: `n * (d1 + d2)` training values and
+/// `bon_prompts * max(bon_sizes) * d1` candidate features, each at most 10^8 (800 MB of f64).
+pub const MAX_DEMO_VALUES: usize = 100_000_000;
+
 impl DemoOptions {
-    /// Checks every option against its domain; errors name the option.
+    /// Checks every option against its domain; errors name the option. Every size is bounded
+    /// (`MAX_DEMO_*`) so that no option can make the demo allocate without limit; `threads` is
+    /// checked by [`FitOptions::check`].
     pub fn check(&self) -> Result<()> {
-        if self.d1 < 4 {
+        if self.d1 < 4 || self.d1 > MAX_DEMO_D1 {
             return Err(Error::invalid(
                 "d1",
-                format!("must be at least 4, got {}", self.d1),
+                format!("must be in 4..={MAX_DEMO_D1}, got {}", self.d1),
             ));
         }
+        if self.n > MAX_DEMO_N {
+            return Err(Error::invalid(
+                "n",
+                format!(
+                    "the demo simulates at most {MAX_DEMO_N} comparisons, got {}",
+                    self.n
+                ),
+            ));
+        }
+        let values = self.n.saturating_mul(self.d1 + demographic_columns());
+        if values > MAX_DEMO_VALUES {
+            return Err(Error::invalid(
+                "n",
+                format!(
+                    "n * (d1 + d2) = {values} training values exceeds the demo's limit of \
+                     {MAX_DEMO_VALUES}"
+                ),
+            ));
+        }
+        FitOptions {
+            seed: self.seed,
+            threads: self.threads,
+            ..FitOptions::default()
+        }
+        .check(self.d1, demographic_columns())?;
         // At fewer than ~10 comparisons per parameter the simulated likelihood is often nearly
         // separable and its information singular: refuse up front with a clear message.
         let p = self.d1 + demographic_columns();
@@ -238,14 +277,37 @@ impl DemoOptions {
             ("llm_prompts", self.llm_prompts),
             ("bon_prompts", self.bon_prompts),
         ] {
-            if v == 0 {
-                return Err(Error::invalid(name, "must be at least 1"));
+            if v == 0 || v > MAX_DEMO_COUNT {
+                return Err(Error::invalid(
+                    name,
+                    format!("must be in 1..={MAX_DEMO_COUNT}, got {v}"),
+                ));
             }
         }
-        if self.bon_sizes.is_empty() || self.bon_sizes.contains(&0) {
+        if self.bon_sizes.is_empty()
+            || self.bon_sizes.len() > 64
+            || self
+                .bon_sizes
+                .iter()
+                .any(|&s| s == 0 || s > MAX_DEMO_BON_SIZE)
+        {
             return Err(Error::invalid(
                 "bon_sizes",
-                "need at least one size, each at least 1",
+                format!("need 1 to 64 sizes, each in 1..={MAX_DEMO_BON_SIZE}"),
+            ));
+        }
+        let max_n = self.bon_sizes.iter().copied().max().unwrap_or(0);
+        let values = self
+            .bon_prompts
+            .saturating_mul(max_n)
+            .saturating_mul(self.d1);
+        if values > MAX_DEMO_VALUES {
+            return Err(Error::invalid(
+                "bon_prompts",
+                format!(
+                    "bon_prompts * max(bon_sizes) * d1 = {values} candidate features exceeds \
+                     the demo's limit of {MAX_DEMO_VALUES}"
+                ),
             ));
         }
         check_alpha(self.alpha)?;

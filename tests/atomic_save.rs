@@ -3,6 +3,11 @@
 //! absent (before the first save) or exactly one of the complete models. Also: concurrent
 //! savers and a concurrent reader of one path.
 //!
+//! Temporary files (issue 10): created exclusively, so a file or symbolic link planted under
+//! any name in a shared folder is never opened, followed or overwritten; short, so a target
+//! with a legal 255-byte name saves; and a failed save leaves the target and the folder as
+//! they were.
+//!
 //! The saving process is this test binary re-run with `HETREWARD_SAVE_LOOP` set: the test
 //! `save_loop_child` then saves two large models (about 9 MB each) alternately until killed.
 
@@ -133,11 +138,11 @@ fn a_killed_save_never_leaves_a_partial_model() {
             }
         }
         // Anything else in the folder is a leftover temporary file of a killed save, hidden
-        // and named after the target.
+        // and short (`.hrw-PID-N-RANDOM.tmp`).
         for entry in std::fs::read_dir(dir.path()).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
             assert!(
-                name == "model.hrm" || name.starts_with(".model.hrm.tmp-"),
+                name == "model.hrm" || (name.starts_with(".hrw-") && name.ends_with(".tmp")),
                 "unexpected file {name}"
             );
         }
@@ -212,4 +217,111 @@ fn concurrent_saves_and_loads_of_one_path() {
     assert!(loads > 0);
     // No temporary file is left behind by saves that completed.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// Every entry of a folder, sorted.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A legal file name of 250 and of 255 bytes (NAME_MAX) saves and loads: the temporary name
+/// does not grow with the target's.
+#[test]
+fn a_long_legal_file_name_saves() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = big_model(8, 1.0);
+    for len in [250, 255] {
+        let name = format!("{}.hrm", "m".repeat(len - 4));
+        let target = dir.path().join(&name);
+        model_file::save(&model, &target).unwrap();
+        assert_eq!(model_file::load(&target).unwrap(), model);
+        // Saving again over an existing long name works too.
+        model_file::save(&model, &target).unwrap();
+    }
+    assert_eq!(entries(dir.path()).len(), 2, "{:?}", entries(dir.path()));
+}
+
+/// Symbolic links planted under every name the old scheme used (`.NAME.tmp-PID-N`), and under
+/// names of the current scheme's shape, never redirect a save: the file they point to is left
+/// byte-for-byte as it was, and the target gets the model.
+#[cfg(unix)]
+#[test]
+fn planted_symlinks_never_redirect_a_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, b"precious data").unwrap();
+    let pid = std::process::id();
+    for n in 0..64 {
+        for name in [
+            format!(".model.hrm.tmp-{pid}-{n}"),
+            format!(".hrw-{pid}-{n}-0000000000000000.tmp"),
+        ] {
+            std::os::unix::fs::symlink(&victim, dir.path().join(name)).unwrap();
+        }
+    }
+    let target = dir.path().join("model.hrm");
+    let model = big_model(8, 2.0);
+    for _ in 0..4 {
+        model_file::save(&model, &target).unwrap();
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious data");
+    assert_eq!(model_file::load(&target).unwrap(), model);
+    assert!(!std::fs::symlink_metadata(&target)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // Only the planted links, the victim and the target: no temporary file was left.
+    assert_eq!(entries(dir.path()).len(), 128 + 2);
+}
+
+/// A save that cannot complete (the folder is missing; the target is a folder; the path names
+/// no file) fails with an error naming the path and leaves the folder as it was.
+#[test]
+fn a_failed_save_leaves_everything_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = big_model(8, 1.0);
+    let missing = dir.path().join("no/such/dir/model.hrm");
+    let e = model_file::save(&model, &missing).unwrap_err().to_string();
+    assert!(e.contains("model.hrm") && e.contains("No such file"), "{e}");
+    let folder = dir.path().join("folder.hrm");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(folder.join("inside"), b"x").unwrap();
+    let e = model_file::save(&model, &folder).unwrap_err().to_string();
+    assert!(e.contains("folder.hrm"), "{e}");
+    assert_eq!(entries(&folder), ["inside"]);
+    let e = model_file::save(&model, Path::new(""))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("path"), "{e}");
+    assert_eq!(entries(dir.path()), ["folder.hrm"]);
+}
+
+/// A read-only folder: the save fails with the system's reason and the existing model is left
+/// as it was (skipped when running as root, who may write anywhere).
+#[cfg(unix)]
+#[test]
+fn a_read_only_folder_leaves_the_existing_model() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("model.hrm");
+    model_file::save(&big_model(8, 1.0), &target).unwrap();
+    let before = std::fs::read(&target).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o500)).unwrap();
+    let result = model_file::save(&big_model(8, 2.0), &target);
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    if std::fs::metadata("/proc/self").is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    }) {
+        return; // root ignores the folder's permissions
+    }
+    let e = result.unwrap_err().to_string();
+    assert!(e.contains("model.hrm") && e.contains("ermission"), "{e}");
+    assert_eq!(std::fs::read(&target).unwrap(), before);
+    assert_eq!(entries(dir.path()), ["model.hrm"]);
 }

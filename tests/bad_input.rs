@@ -926,6 +926,312 @@ fn cli_bad_input_matrix() {
         &["frobnicate"],
     );
 
+    // ==== Issue 10, host safety: the command line (CLI section) ================================
+    // Outputs that are an input or each other (by identity), failed fits leaving every output,
+    // negative numbers reaching the range checks, bounded counts. Each case also checks that
+    // the training data and existing outputs are byte for byte as they were.
+    {
+        let train_bytes = std::fs::read(&train).unwrap();
+        let report = m.p("report.json");
+        std::fs::write(&out, &model_bytes).unwrap();
+        std::fs::write(&report, b"{\"old\": true}\n").unwrap();
+        let report_bytes = std::fs::read(&report).unwrap();
+        let untouched = |what: &str| {
+            assert_eq!(std::fs::read(&train).unwrap(), train_bytes, "{what}: DATA");
+            assert_eq!(std::fs::read(&out).unwrap(), model_bytes, "{what}: --out");
+            assert_eq!(
+                std::fs::read(&report).unwrap(),
+                report_bytes,
+                "{what}: --report"
+            );
+        };
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&train, m.path("train_link.csv")).unwrap();
+            std::fs::hard_link(&train, m.path("train_hard.csv")).unwrap();
+        }
+        let dotted = format!("{}/./train.csv", m.dir.path().display());
+        let up = format!("{}/folder.csv/../train.csv", m.dir.path().display());
+        let out_dotted = format!("{}/./out.hrm", m.dir.path().display());
+        let same: Vec<(&str, &str, Vec<String>, &str)> = vec![
+            (
+                "--out",
+                "DATA itself",
+                vec!["--out".into(), train.clone()],
+                "--out",
+            ),
+            (
+                "--out",
+                "DATA spelled dir/./train.csv",
+                vec!["--out".into(), dotted],
+                "--out",
+            ),
+            (
+                "--out",
+                "DATA spelled dir/folder/../train.csv",
+                vec!["--out".into(), up],
+                "--out",
+            ),
+            (
+                "--out",
+                "a symbolic link to DATA",
+                vec!["--out".into(), m.p("train_link.csv")],
+                "--out",
+            ),
+            (
+                "--report",
+                "DATA itself",
+                vec![
+                    "--out".into(),
+                    out.clone(),
+                    "--report".into(),
+                    train.clone(),
+                ],
+                "--report",
+            ),
+            (
+                "--report",
+                "a hard link to DATA",
+                vec![
+                    "--out".into(),
+                    out.clone(),
+                    "--report".into(),
+                    m.p("train_hard.csv"),
+                ],
+                "--report",
+            ),
+            (
+                "--report",
+                "the same file as --out (spelled dir/./out.hrm)",
+                vec!["--out".into(), out.clone(), "--report".into(), out_dotted],
+                "--report",
+            ),
+        ];
+        for (argument, input, extra, flag) in same {
+            let mut args = vec!["fit".to_string(), train.clone()];
+            args.extend(extra);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            m.case(argument, input, &args, 2, &[&format!("`{flag}`")]);
+            untouched(input);
+        }
+        m.case(
+            "--out",
+            "a folder",
+            &["fit", &train, "--out", &m.p("folder.csv")],
+            2,
+            &["`--out`", "is a folder"],
+        );
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&out, m.path("out_link.hrm")).unwrap();
+            m.case(
+                "--out",
+                "a symbolic link to an existing model (would replace the link)",
+                &["fit", &train, "--out", &m.p("out_link.hrm")],
+                2,
+                &["`--out`", "symbolic link"],
+            );
+            untouched("--out a symbolic link");
+            let fifo = std::ffi::CString::new(m.p("fifo.json")).unwrap();
+            assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+            m.case(
+                "--report",
+                "a FIFO",
+                &["fit", &train, "--out", &out, "--report", &m.p("fifo.json")],
+                2,
+                &["`--report`", "not a regular file"],
+            );
+            untouched("--report a FIFO");
+            use std::os::unix::fs::PermissionsExt;
+            let ro = m.p("readonly.hrm");
+            std::fs::write(&ro, &model_bytes).unwrap();
+            std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+            m.case(
+                "--out",
+                "a read-only model",
+                &["fit", &train, "--out", &ro],
+                2,
+                &["readonly.hrm", "read-only"],
+            );
+            assert_eq!(std::fs::read(&ro).unwrap(), model_bytes);
+        }
+        m.case(
+            "--report",
+            "`.` (names no file)",
+            &["fit", &train, "--out", &out, "--report", "."],
+            2,
+            &["`--report`", "does not name a file"],
+        );
+        untouched("--report .");
+        m.case(
+            "--report",
+            "in a folder that does not exist, --out an existing model: the model is left as it was",
+            &[
+                "fit",
+                &train,
+                "--out",
+                &out,
+                "--report",
+                &m.p("no/such/dir/r.json"),
+            ],
+            2,
+            &["r.json", "No such file"],
+        );
+        untouched("--report in a missing folder");
+        m.case(
+            "--out",
+            "existing model and report, --require-converged fails: both are left as they were",
+            &[
+                "fit",
+                &train,
+                "--out",
+                &out,
+                "--report",
+                &report,
+                "--solver",
+                "agd",
+                "--max-iter",
+                "2",
+                "--require-converged",
+            ],
+            3,
+            &["not converged", "iteration cap", "--max-iter"],
+        );
+        untouched("--require-converged");
+        std::fs::remove_file(&out).unwrap();
+        std::fs::remove_file(&report).unwrap();
+
+        // Negative numbers, space-separated: the library's range check names the argument
+        // (clap used to say "unexpected argument '-1'"); unsigned counts name their flag.
+        for (argument, input, args, needles) in [
+            (
+                "--alpha",
+                "-1 (space-separated)",
+                vec!["score", &model, &phi, "--alpha", "-1"],
+                vec!["`alpha`", "(0, 1)"],
+            ),
+            (
+                "--alpha",
+                "-0.001",
+                vec!["compare", &model, &pairs, "--alpha", "-0.001"],
+                vec!["`alpha`", "(0, 1)"],
+            ),
+            (
+                "--alpha",
+                "-inf",
+                vec!["select", &model, &cands, "--alpha", "-inf"],
+                vec!["`alpha`", "(0, 1)"],
+            ),
+            (
+                "--eta1",
+                "-1 (space-separated)",
+                vec!["fit", &train, "--out", &out, "--eta1", "-1"],
+                vec!["`eta1`"],
+            ),
+            (
+                "--tol",
+                "-1e-8 (space-separated)",
+                vec!["fit", &train, "--out", &out, "--tol", "-1e-8"],
+                vec!["`tol`"],
+            ),
+            (
+                "--seed",
+                "-1",
+                vec!["fit", &train, "--out", &out, "--seed", "-1"],
+                vec!["--seed"],
+            ),
+            (
+                "--max-iter",
+                "-3 (space-separated)",
+                vec!["fit", &train, "--out", &out, "--max-iter", "-3"],
+                vec!["--max-iter"],
+            ),
+            (
+                "--restarts",
+                "18446744073709551616 (more than 64 bits)",
+                vec![
+                    "fit",
+                    &train,
+                    "--out",
+                    &out,
+                    "--restarts",
+                    "18446744073709551616",
+                ],
+                vec!["--restarts"],
+            ),
+            ("--n", "-5", vec!["demo", "--n", "-5"], vec!["--n"]),
+            (
+                "--n",
+                "100000000000 (used to abort allocating)",
+                vec!["demo", "--n", "100000000000"],
+                vec!["`n`", "at most 1000000"],
+            ),
+            (
+                "--n",
+                "1000001 (one above the limit)",
+                vec!["demo", "--n", "1000001"],
+                vec!["`n`", "at most 1000000"],
+            ),
+        ] {
+            m.case(argument, input, &args, 2, &needles);
+            assert!(!Path::new(&out).exists(), "{args:?} wrote {out}");
+        }
+
+        // Counts bounded by the library's FitOptions::check (restarts <= 1000, threads <= 1024,
+        // max_iter <= 10^9): clap parses them whole and the library names them.
+        for (argument, input, args, needle) in [
+            (
+                "--restarts",
+                "18446744073709551615 (used to panic: capacity overflow)",
+                vec![
+                    "fit",
+                    &train,
+                    "--out",
+                    &out,
+                    "--restarts",
+                    "18446744073709551615",
+                ],
+                "`restarts`",
+            ),
+            (
+                "--threads",
+                "18446744073709551615",
+                vec![
+                    "fit",
+                    &train,
+                    "--out",
+                    &out,
+                    "--threads",
+                    "18446744073709551615",
+                ],
+                "`threads`",
+            ),
+            (
+                "--max-iter",
+                "18446744073709551615",
+                vec![
+                    "fit",
+                    &train,
+                    "--out",
+                    &out,
+                    "--max-iter",
+                    "18446744073709551615",
+                ],
+                "`max_iter`",
+            ),
+            (
+                "--threads",
+                "1000000",
+                vec!["demo", "--threads", "1000000"],
+                "`threads`",
+            ),
+        ] {
+            m.case(argument, input, &args, 2, &[needle]);
+            assert!(!Path::new(&out).exists(), "{args:?} wrote {out}");
+        }
+    }
+    // ==== end of the issue 10 CLI section =======================================================
+
     // ---- the table -----------------------------------------------------------------------------
     let mut table = String::from(
         "| # | command | argument | bad input | exit | stderr (first error line; `<dir>` = the test's folder) |\n|---|---|---|---|---|---|\n",

@@ -857,3 +857,619 @@ fn help_shows_an_example_for_every_subcommand() {
     let version = ok(&["--version"]);
     assert!(version.contains(hetreward::VERSION));
 }
+
+// ---- Host safety (issue 10): outputs, same-file outputs, counts, negative numbers ----------
+
+/// A run with its peak resident memory: the child is reaped with `wait4`, whose rusage is the
+/// child's own (not the maximum over every child of this test process). Linux counts in a
+/// child's peak the memory of the process it was spawned from (the test, at `exec`), so
+/// `extra_rss_mb` is the child's peak above this test process's own peak (`VmHWM`, read after
+/// the child exited): a child that allocates X MB more than the test ever held shows X.
+#[cfg(target_os = "linux")]
+struct Measured {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+    extra_rss_mb: f64,
+}
+
+/// This process's peak resident memory in MB (`VmHWM`).
+#[cfg(target_os = "linux")]
+fn own_peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM in /proc/self/status");
+    let kb: f64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kb / 1024.0
+}
+
+#[cfg(target_os = "linux")]
+fn run_measured(mut cmd: Command) -> Measured {
+    use std::io::Read;
+    use std::process::Stdio;
+    #[allow(clippy::zombie_processes)] // reaped below by wait4, which std cannot see
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run hetreward");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        stdout.read_to_end(&mut b).unwrap();
+        b
+    });
+    let err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        stderr.read_to_end(&mut b).unwrap();
+        b
+    });
+    let mut status = 0;
+    // SAFETY: rusage is plain data; the pid is our child's, not yet reaped.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4");
+    assert!(libc::WIFEXITED(status), "killed by a signal: {status}");
+    Measured {
+        code: libc::WEXITSTATUS(status),
+        stdout: out.join().unwrap(),
+        stderr: String::from_utf8(err.join().unwrap()).unwrap(),
+        extra_rss_mb: usage.ru_maxrss as f64 / 1024.0 - own_peak_rss_mb(),
+    }
+}
+
+fn bin(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hetreward"));
+    c.args(args);
+    c
+}
+
+/// Every entry of a folder with its bytes (symbolic links as their target, special files by
+/// kind), to compare a folder before and after a failed command.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().into_string().unwrap();
+            let t = e.file_type().unwrap();
+            let bytes = if t.is_symlink() {
+                std::fs::read_link(e.path())
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+                    .into_bytes()
+            } else if t.is_dir() {
+                b"<dir>".to_vec()
+            } else if !t.is_file() {
+                b"<fifo, device or socket>".to_vec() // never opened: a FIFO would block
+            } else {
+                std::fs::read(e.path()).unwrap()
+            };
+            (name, bytes)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A write error on stdout (a full disk: /dev/full) is exit 2 with a message naming stdout —
+/// never a panic — for every kind of output, clap's help included.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_exit_2_with_a_message() {
+    let f = Fixture::new();
+    let (model, train) = (f.path("model.hrm"), f.path("train.csv"));
+    let phi = f.write("phi.csv", &phi_csv(&PHI, 3, "phi"));
+    let before = snapshot(f.dir.path());
+    let out = f.path("new.hrm");
+    for args in [
+        vec!["inspect", s(&model), "--json"],
+        vec!["inspect", s(&model)],
+        vec!["score", s(&model), s(&phi)],
+        vec!["score", s(&model), s(&phi), "--json"],
+        vec!["--help"],
+        vec!["fit", "--help"],
+        vec!["--version"],
+        vec!["fit", s(&train), "--out", s(&out), "--report", s(&out)],
+    ] {
+        let mut cmd = bin(&args);
+        cmd.stdout(std::fs::File::create("/dev/full").unwrap());
+        let run = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let code = run.status.code();
+        if args.len() == 6 {
+            // Two outputs on one file is caught first (nothing printed yet).
+            assert_eq!(code, Some(2), "{args:?}: {stderr}");
+            continue;
+        }
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("<stdout>") && stderr.contains("No space left on device"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    // A fit whose summary cannot be printed publishes nothing: no model, no report.
+    let report = f.path("new.json");
+    let mut cmd = bin(&["fit", s(&train), "--out", s(&out), "--report", s(&report)]);
+    cmd.stdout(std::fs::File::create("/dev/full").unwrap());
+    let run = cmd.output().unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    assert_eq!(snapshot(f.dir.path()), before);
+    // Also over existing outputs: they are left as they were.
+    let mut cmd = bin(&[
+        "fit",
+        s(&train),
+        "--out",
+        s(&model),
+        "--report",
+        s(&f.path("report.json")),
+        "--solver",
+        "agd",
+        "--max-iter",
+        "5",
+    ]);
+    cmd.stdout(std::fs::File::create("/dev/full").unwrap());
+    assert_eq!(cmd.output().unwrap().status.code(), Some(2));
+    assert_eq!(snapshot(f.dir.path()), before);
+}
+
+/// A reader that closes the pipe early (`| head -c 10`) ends the program quietly with 141
+/// (128 + SIGPIPE): no panic, no message; a fit stopped this way publishes nothing.
+#[test]
+fn a_closed_pipe_ends_quietly_with_141() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let f = Fixture::new();
+    let model = f.path("model.hrm");
+    // 20,000 rows print ~3 MB of JSON: far more than a pipe holds.
+    let rows: Vec<f64> = (0..60_000).map(|i| (i % 97) as f64 * 0.01).collect();
+    let phi = f.write("many.csv", &phi_csv(&rows, 3, "phi"));
+    for args in [
+        vec!["score", s(&model), s(&phi), "--json"],
+        vec!["score", s(&model), s(&phi)],
+    ] {
+        let mut child = bin(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut head = [0u8; 10];
+        child
+            .stdout
+            .as_mut()
+            .unwrap()
+            .read_exact(&mut head)
+            .unwrap();
+        drop(child.stdout.take());
+        let run = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(141), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+    // fit with its stdout already closed: the fit runs, the summary cannot be printed, and
+    // neither the model nor the report is published (an existing one is left as it was).
+    let before = snapshot(f.dir.path());
+    let mut child = bin(&[
+        "fit",
+        s(&f.path("train.csv")),
+        "--out",
+        s(&model),
+        "--report",
+        s(&f.path("other.json")),
+        "--solver",
+        "agd",
+        "--max-iter",
+        "7",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    drop(child.stdout.take());
+    let run = child.wait_with_output().unwrap();
+    assert_eq!(run.status.code(), Some(141));
+    // (the not-converged warning is expected on stderr; no error or panic)
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !stderr.contains("error") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(f.dir.path()), before);
+}
+
+/// An output that is the same file as DATA or as the other output — whatever the spelling:
+/// `./`, `dir/../`, a symbolic link to the file or to its folder, a hard link — is exit 2
+/// naming the flag, before anything is read or written; the folder is left byte for byte.
+#[cfg(unix)]
+#[test]
+fn an_output_that_is_an_input_or_another_output_is_refused() {
+    let f = Fixture::new();
+    let d = f.dir.path();
+    let train = f.path("train.csv");
+    std::fs::create_dir(f.path("sub")).unwrap();
+    std::os::unix::fs::symlink(&train, f.path("link.csv")).unwrap();
+    std::os::unix::fs::symlink(d, f.path("dirlink")).unwrap();
+    std::fs::hard_link(&train, f.path("hard.csv")).unwrap();
+    let before = snapshot(d);
+    let dot = format!("{}/./train.csv", s(d));
+    let up = format!("{}/sub/../train.csv", s(d));
+    let via_dir = format!("{}/dirlink/train.csv", s(d));
+    let (link, hard) = (f.path("link.csv"), f.path("hard.csv"));
+    let m = f.path("m.hrm");
+    let m_dot = format!("{}/./m.hrm", s(d));
+    let m_dir = format!("{}/dirlink/m.hrm", s(d));
+    let existing = f.path("model.hrm");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--out", s(&train)], "--out"),
+        (vec!["--out", &dot], "--out"),
+        (vec!["--out", &up], "--out"),
+        (vec!["--out", &via_dir], "--out"),
+        (vec!["--out", s(&link)], "--out"),
+        (vec!["--out", s(&hard)], "--out"),
+        (vec!["--out", s(&m), "--report", s(&train)], "--report"),
+        (vec!["--out", s(&m), "--report", &up], "--report"),
+        (vec!["--out", s(&m), "--report", s(&hard)], "--report"),
+        (vec!["--out", s(&m), "--report", s(&m)], "--report"),
+        (vec!["--out", s(&m), "--report", &m_dot], "--report"),
+        (vec!["--out", s(&m), "--report", &m_dir], "--report"),
+        (
+            vec!["--out", s(&existing), "--report", s(&existing)],
+            "--report",
+        ),
+    ];
+    for (extra, flag) in cases {
+        for data in [s(&train), s(&link), s(&hard)] {
+            let mut args = vec!["fit", data];
+            args.extend(&extra);
+            let err = fails(&args, 2, &[&format!("`{flag}`")]);
+            assert!(
+                err.contains("refusing to overwrite an input")
+                    || err.contains("each output needs its own file"),
+                "{args:?}: {err}"
+            );
+            assert_eq!(snapshot(d), before, "{args:?} changed the folder");
+        }
+    }
+    // The same names in another folder are different files: fine.
+    std::fs::copy(&train, f.path("sub/train.csv")).unwrap();
+    ok(&[
+        "fit",
+        s(&train),
+        "--out",
+        s(&f.path("sub/train.hrm")),
+        "--report",
+        s(&f.path("sub/train.json")),
+    ]);
+}
+
+/// A failed command leaves every existing output as it was, whichever output or step fails;
+/// outputs that are folders or name no file are refused before any work.
+#[test]
+fn a_failed_fit_leaves_every_output_as_it_was() {
+    let f = Fixture::new();
+    let d = f.dir.path();
+    let train = f.path("train.csv");
+    let (model, report) = (f.path("model.hrm"), f.path("report.json"));
+    let folder = f.path("folder");
+    std::fs::create_dir(&folder).unwrap();
+    let before = snapshot(d);
+    let missing = f.path("no/such/dir/r.json");
+    let cases: Vec<(Vec<&str>, i32, Vec<&str>)> = vec![
+        // The report's folder does not exist: the model must not be replaced first.
+        (
+            vec!["--out", s(&model), "--report", s(&missing)],
+            2,
+            vec!["r.json", "No such file"],
+        ),
+        (
+            vec!["--out", s(&missing), "--report", s(&report)],
+            2,
+            vec!["r.json", "No such file"],
+        ),
+        (
+            vec!["--out", s(&model), "--report", s(&folder)],
+            2,
+            vec!["`--report`", "is a folder"],
+        ),
+        (vec!["--out", s(&folder)], 2, vec!["`--out`", "is a folder"]),
+        (vec!["--out", ""], 2, vec!["--out"]),
+        (
+            vec!["--out", s(&model), "--report", "."],
+            2,
+            vec!["`--report`", "does not name a file"],
+        ),
+        (
+            vec!["--out", s(&model), "--report", "/"],
+            2,
+            vec!["`--report`"],
+        ),
+        // Not converged with --require-converged: exit 3, both outputs kept.
+        (
+            vec![
+                "--out",
+                s(&model),
+                "--report",
+                s(&report),
+                "--solver",
+                "agd",
+                "--max-iter",
+                "2",
+                "--require-converged",
+            ],
+            3,
+            vec!["not converged", "iteration cap"],
+        ),
+        // A bad option found after the data is read.
+        (
+            vec!["--out", s(&model), "--report", s(&report), "--theta0", "1"],
+            2,
+            vec!["theta0"],
+        ),
+    ];
+    for (extra, code, needles) in cases {
+        let mut args = vec!["fit", s(&train)];
+        args.extend(&extra);
+        fails(&args, code, &needles);
+        assert_eq!(snapshot(d), before, "{args:?} changed the folder");
+    }
+}
+
+/// Outputs that a rename would not just replace are refused before any work, naming the flag:
+/// a symbolic link (the link would be replaced, not written through), a FIFO or a device, a
+/// read-only file; what they point to and the folder are left as they were.
+#[cfg(unix)]
+#[test]
+fn outputs_that_are_not_writable_regular_files_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = Fixture::new();
+    let d = f.dir.path();
+    let train = f.path("train.csv");
+    let model = f.path("model.hrm");
+    let link = f.path("link.hrm");
+    std::os::unix::fs::symlink(&model, &link).unwrap();
+    let dangling = f.path("dangling.hrm");
+    std::os::unix::fs::symlink(f.path("nowhere.hrm"), &dangling).unwrap();
+    let fifo = f.path("fifo.hrm");
+    let c = std::ffi::CString::new(s(&fifo)).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let ro = f.path("readonly.hrm");
+    std::fs::copy(&model, &ro).unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let before = snapshot(d);
+    for (flag, path, needles) in [
+        ("--out", &link, vec!["`--out`", "symbolic link"]),
+        ("--out", &dangling, vec!["`--out`", "symbolic link"]),
+        ("--report", &link, vec!["`--report`", "symbolic link"]),
+        ("--out", &fifo, vec!["`--out`", "not a regular file"]),
+        ("--report", &fifo, vec!["`--report`", "not a regular file"]),
+        ("--out", &ro, vec!["readonly.hrm", "read-only"]),
+    ] {
+        let other = f.path("other.hrm");
+        let mut args = vec!["fit", s(&train)];
+        if flag == "--out" {
+            args.extend(["--out", s(path)]);
+        } else {
+            args.extend(["--out", s(&other), "--report", s(path)]);
+        }
+        fails(&args, 2, &needles);
+        assert_eq!(snapshot(d), before, "{args:?} changed the folder");
+    }
+    #[cfg(target_os = "linux")]
+    fails(
+        &["fit", s(&train), "--out", "/dev/null"],
+        2,
+        &["`--out`", "/dev/null", "not a regular file"],
+    );
+}
+
+/// A legal long output name (250 bytes, and the 255-byte maximum) saves, for the model and the
+/// report, and nothing else is left in the folder.
+#[test]
+fn long_output_names_save() {
+    let f = Fixture::new();
+    let dir = f.path("long");
+    std::fs::create_dir(&dir).unwrap();
+    let model = dir.join(format!("{}.hrm", "m".repeat(246)));
+    let report = dir.join(format!("{}.json", "r".repeat(250)));
+    assert_eq!(report.file_name().unwrap().len(), 255);
+    ok(&[
+        "fit",
+        s(&f.path("train.csv")),
+        "--out",
+        s(&model),
+        "--report",
+        s(&report),
+    ]);
+    assert_eq!(model_file::load(&model).unwrap().theta(), f.model().theta());
+    assert!(json(&std::fs::read_to_string(&report).unwrap())["theta"].is_array());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+}
+
+/// Negative numbers reach the library's range check, which names the argument — instead of
+/// clap's "unexpected argument '-1'". Unsigned counts name their flag.
+#[test]
+fn negative_numbers_name_their_argument() {
+    let f = Fixture::new();
+    let (train, model) = (f.path("train.csv"), f.path("model.hrm"));
+    let out = f.path("x.hrm");
+    let phi = f.write("phi.csv", &phi_csv(&PHI, 3, "phi"));
+    let pairs = f.write(
+        "pairs.csv",
+        "phi0_1,phi0_2,phi0_3,phi1_1,phi1_2,phi1_3\n0.5,0.25,1,1,1,1\n",
+    );
+    let cands = f.write("cands.csv", "group,phi1,phi2,phi3\n0,0.5,0.25,1\n0,1,1,1\n");
+    for sub in [
+        vec!["score", s(&model), s(&phi)],
+        vec!["compare", s(&model), s(&pairs)],
+        vec!["select", s(&model), s(&cands)],
+    ] {
+        for alpha in ["-1", "-0.05", "-1e-300", "-inf"] {
+            let mut args = sub.clone();
+            args.extend(["--alpha", alpha]);
+            fails(&args, 2, &["`alpha`", "(0, 1)"]);
+        }
+    }
+    let fit = |extra: &[&str], needles: &[&str]| {
+        let mut args = vec!["fit", s(&train), "--out", s(&out)];
+        args.extend(extra);
+        fails(&args, 2, needles);
+        assert!(!out.exists());
+    };
+    fit(&["--eta1", "-1"], &["`eta1`"]);
+    fit(&["--eta2", "-0.5"], &["`eta2`"]);
+    fit(&["--tol", "-1e-8"], &["`tol`"]);
+    fit(&["--seed", "-1"], &["--seed"]);
+    fit(&["--max-iter", "-3"], &["--max-iter"]);
+    fit(&["--restarts", "-1"], &["--restarts"]);
+    fit(&["--threads", "-1"], &["--threads"]);
+    fit(&["--theta0", "-1,-2"], &["theta0"]);
+    fails(&["demo", "--n", "-5"], 2, &["--n"]);
+    fails(&["demo", "--seed", "-1"], 2, &["--seed"]);
+    fails(&["demo", "--threads", "-2"], 2, &["--threads"]);
+}
+
+/// Sizes of the demo are bounded: a huge --n is exit 2 naming `n`, at once and in little
+/// memory (it used to abort allocating).
+#[cfg(target_os = "linux")]
+#[test]
+fn demo_sizes_are_bounded() {
+    for n in ["100000000000", "18446744073709551615", "1000001"] {
+        let run = run_measured(bin(&["demo", "--n", n]));
+        assert_eq!(run.code, 2, "--n {n}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("`n`") && run.stderr.contains("at most 1000000"),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty());
+        assert!(run.extra_rss_mb < 64.0, "--n {n}: {} MB", run.extra_rss_mb);
+    }
+    // One more than a u64 holds: clap names the flag.
+    fails(&["demo", "--n", "18446744073709551616"], 2, &["--n"]);
+}
+
+/// Not converging says what happened, from the report's termination: separated data (the MLE is
+/// at infinity) and the iteration cap are told apart, instead of "gradient norm > tol".
+#[test]
+fn non_convergence_says_what_happened() {
+    let f = Fixture::new();
+    // Completely separated: y = 1 exactly when z1 - z2 / 2 + z3 / 4 > 0 (no covariates).
+    let mut text = String::from("y,psi0,z1,z2,z3\n");
+    for i in 0..400 {
+        let z1 = ((i * 37 % 101) as f64 - 50.0) / 25.0 + 0.01;
+        let z2 = ((i * 53 % 89) as f64 - 44.0) / 30.0;
+        let z3 = ((i * 29 % 83) as f64 - 41.0) / 20.0;
+        let y = (z1 - 0.5 * z2 + 0.25 * z3 > 0.0) as u8;
+        text += &format!("{y},1,{z1},{z2},{z3}\n");
+    }
+    let sep = f.write("separated.csv", &text);
+    let out = f.path("sep.hrm");
+    let report = f.path("sep.json");
+    let run = hetreward(&["fit", s(&sep), "--out", s(&out), "--report", s(&report)]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = json(&std::fs::read_to_string(&report).unwrap());
+    assert_eq!(r["termination"], "diverged");
+    assert!(
+        run.stderr.contains("warning: not converged")
+            && run.stderr.contains("separated")
+            && run.stderr.contains("infinity"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("> tol"), "{}", run.stderr);
+    let strict = f.path("strict.hrm");
+    let err = fails(
+        &["fit", s(&sep), "--out", s(&strict), "--require-converged"],
+        3,
+        &["not converged", "separated"],
+    );
+    assert!(!err.contains("> tol"), "{err}");
+    assert!(!strict.exists());
+    let err = fails(
+        &[
+            "fit",
+            s(&f.path("train.csv")),
+            "--out",
+            s(&strict),
+            "--solver",
+            "agd",
+            "--max-iter",
+            "3",
+            "--require-converged",
+        ],
+        3,
+        &["iteration cap", "--max-iter"],
+    );
+    assert!(err.contains("agd"), "{err}");
+}
+
+// ---- Counts validated by the library's FitOptions::check (limits: restarts <= 1000, threads
+// <= 1024, max_iter <= 1e9). These pass once the library's checks are in (issue 10, lead). ---
+
+/// Huge counts reach the library's check through clap (parsed as usize, no overflow in the
+/// CLI) and are exit 2 naming the option, at once and in little memory.
+#[cfg(target_os = "linux")]
+#[test]
+fn huge_fit_counts_are_exit_2_naming_the_option() {
+    let f = Fixture::new();
+    let train = f.path("train.csv");
+    let out = f.path("x.hrm");
+    let before = snapshot(f.dir.path());
+    for (flag, value, name) in [
+        ("--restarts", "18446744073709551615", "restarts"),
+        ("--restarts", "4294967295", "restarts"),
+        ("--restarts", "1001", "restarts"),
+        ("--threads", "18446744073709551615", "threads"),
+        ("--threads", "1000000", "threads"),
+        ("--threads", "1025", "threads"),
+        ("--max-iter", "18446744073709551615", "max_iter"),
+        ("--max-iter", "1000000001", "max_iter"),
+    ] {
+        let run = run_measured(bin(&["fit", s(&train), "--out", s(&out), flag, value]));
+        assert_eq!(run.code, 2, "{flag} {value}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!("`{name}`")),
+            "{flag} {value}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+        assert!(run.stdout.is_empty());
+        assert!(
+            run.extra_rss_mb < 64.0,
+            "{flag} {value}: {} MB",
+            run.extra_rss_mb
+        );
+        assert_eq!(snapshot(f.dir.path()), before);
+    }
+    // More than a u64 holds: clap names the flag.
+    for flag in ["--restarts", "--threads", "--max-iter"] {
+        fails(
+            &[
+                "fit",
+                s(&train),
+                "--out",
+                s(&out),
+                flag,
+                "18446744073709551616",
+            ],
+            2,
+            &[flag],
+        );
+    }
+    for value in ["18446744073709551615", "1000000", "1025"] {
+        let run = run_measured(bin(&["demo", "--threads", value]));
+        assert_eq!(run.code, 2, "demo --threads {value}: {}", run.stderr);
+        assert!(run.stderr.contains("`threads`"), "{}", run.stderr);
+        assert!(run.extra_rss_mb < 64.0, "{} MB", run.extra_rss_mb);
+    }
+}

@@ -2,18 +2,29 @@
 //! validates arguments, reads files, calls the library and prints tables or JSON; it computes
 //! nothing itself.
 //!
-//! Exit codes: 0 success; 2 bad input (arguments, data, files); 3 `--require-converged` and the
-//! fit did not converge; 1 any other failure (singular information, internal error).
+//! Exit codes: 0 success; 2 bad input (arguments, data, files) and failures to write an output
+//! (a file or standard output: full disk, I/O error); 3 `--require-converged` and the fit did not
+//! converge; 1 any other failure (singular information, internal error); 141 (= 128 + SIGPIPE,
+//! what a shell reports for a program killed by SIGPIPE) silently, when the reader of standard
+//! output went away (a closed pipe, e.g. `| head`) — nothing after that point happens, so `fit`
+//! then publishes no file.
+//!
+//! Outputs never lose data: `fit` refuses (exit 2, before reading anything) an output that is
+//! the same file as its input or as the other output (by identity: symbolic links, `./`, hard
+//! links), checks that every output's folder accepts a new file, writes every output to an
+//! exclusive temporary file beside it ([`hetreward::io::atomic`]) and renames them over the
+//! targets only when everything, including standard output, succeeded.
 
 use clap::{Parser, Subcommand, ValueEnum};
 use hetreward::demo::{self, DemoOptions};
-use hetreward::fit::{FitControl, FitOptions, Init, Progress, SolverKind};
+use hetreward::fit::{FitControl, FitOptions, FitReport, Init, Progress, SolverKind, Termination};
 use hetreward::inference::CovarianceKind;
+use hetreward::io::atomic::{self, PendingFile};
 use hetreward::io::{json, model_file, scoring, training};
 use hetreward::select::{self, DiffMethod, Policy};
 use hetreward::{Error, Params, RewardModel};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -29,7 +40,13 @@ Examples:
   hetreward select model.hrm candidates.safetensors --policy pbon --json
 
 Exit codes: 0 ok; 1 internal failure (e.g. singular information); 2 bad input (arguments, data,
-files); 3 --require-converged and the fit did not converge.";
+files) or an output that cannot be written (a file, or stdout: e.g. a full disk); 3
+--require-converged and the fit did not converge; 141 (= 128 + SIGPIPE, no message) the reader of
+stdout closed the pipe (e.g. `| head`): the command stops there and fit publishes no file.
+fit never overwrites its input (--out or --report the same file as DATA, or --report the same
+as --out, by identity: links and ./ included, is exit 2), writes only to absent or writable
+regular files (not symbolic links, devices, FIFOs or read-only files: exit 2), and replaces its
+outputs only when everything succeeded; a failed command leaves existing files as they were.";
 
 #[derive(Parser)]
 #[command(
@@ -136,13 +153,13 @@ embedding-like features and a gold reward; fits; prints (a) rationality coeffici
 (b) reward CIs and win/tie/loss between two LLMs, (c) BoN vs pBoN gold rewards for N = 20..128.")]
     Demo {
         /// Seed of the simulation (same seed, same output).
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
         seed: u64,
-        /// Number of training comparisons.
-        #[arg(long, default_value_t = DemoOptions::default().n)]
+        /// Number of training comparisons (at most 1,000,000).
+        #[arg(long, default_value_t = DemoOptions::default().n, allow_hyphen_values = true)]
         n: usize,
-        /// Worker threads (0 = all cores); results do not depend on it.
-        #[arg(long, default_value_t = 0)]
+        /// Worker threads (0 = all cores, at most 1,024); results do not depend on it.
+        #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
         threads: usize,
     },
 }
@@ -150,7 +167,7 @@ embedding-like features and a gold reward; fits; prints (a) rationality coeffici
 #[derive(clap::Args)]
 struct CommonArgs {
     /// Significance level: (1 - alpha) confidence intervals.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
     alpha: f64,
     /// Print JSON (field names are stable) instead of a table.
     #[arg(long)]
@@ -194,26 +211,27 @@ enum PolicyArg {
 struct FitArgs {
     /// Training data: .csv (cluster?, y, psi0, z1..z{d1}, psi1..psi{d2}) or .safetensors.
     data: PathBuf,
-    /// Where to write the model file.
+    /// Where to write the model file (absent or a writable regular file; replaced only when
+    /// the whole command succeeds).
     #[arg(long)]
     out: PathBuf,
     /// Solver: newton (default; fast, multi-start) or agd (the paper's Algorithm 1).
     #[arg(long, value_enum, default_value = "newton")]
     solver: SolverArg,
     /// agd step size for theta.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, allow_hyphen_values = true)]
     eta1: f64,
     /// agd step size for gamma.
-    #[arg(long, default_value_t = 0.08)]
+    #[arg(long, default_value_t = 0.08, allow_hyphen_values = true)]
     eta2: f64,
-    /// Iteration cap (default: newton 100, agd 10000).
-    #[arg(long)]
+    /// Iteration cap (default: newton 100, agd 10000; at most 1,000,000,000).
+    #[arg(long, allow_hyphen_values = true)]
     max_iter: Option<usize>,
     /// Gradient-norm tolerance.
-    #[arg(long, default_value_t = 1e-8)]
+    #[arg(long, default_value_t = 1e-8, allow_hyphen_values = true)]
     tol: f64,
     /// Seed for random starts.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     seed: u64,
     /// Start: default (homogeneous fit, gamma = 0) or random (the paper's U(-1,1)).
     #[arg(long, value_enum, default_value = "default")]
@@ -224,14 +242,14 @@ struct FitArgs {
     /// Explicit starting gamma, comma-separated (d2 values; default zeros with --theta0).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     gamma0: Option<Vec<f64>>,
-    /// Extra random starts of the newton solver.
-    #[arg(long, default_value_t = 2)]
+    /// Extra random starts of the newton solver (at most 1,000).
+    #[arg(long, default_value_t = 2, allow_hyphen_values = true)]
     restarts: usize,
     /// Covariance: expected (the paper's), observed, robust or cluster.
     #[arg(long, value_enum, default_value = "expected")]
     covariance: CovarianceArg,
-    /// Worker threads (0 = all cores); results do not depend on it.
-    #[arg(long, default_value_t = 0)]
+    /// Worker threads (0 = all cores, at most 1,024); results do not depend on it.
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     threads: usize,
     /// Also write the fit report as JSON here.
     #[arg(long)]
@@ -241,47 +259,123 @@ struct FitArgs {
     require_converged: bool,
 }
 
-/// A failure with its exit code.
-struct Failure {
-    code: u8,
-    message: String,
+/// Exit status when the reader of standard output went away (EPIPE): 128 + SIGPIPE, what a
+/// shell reports for a program killed by SIGPIPE. No message is printed.
+const BROKEN_PIPE_EXIT: u8 = 141;
+
+/// Why a command failed.
+enum Failure {
+    /// Print `hetreward: error: MESSAGE` on stderr and exit with `code`.
+    Error { code: u8, message: String },
+    /// The reader of stdout closed the pipe: stop quietly with [`BROKEN_PIPE_EXIT`].
+    BrokenPipe,
 }
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
-        Failure {
+        Failure::Error {
             code: if e.is_bad_input() { 2 } else { 1 },
             message: e.to_string(),
         }
     }
 }
 
+impl Failure {
+    /// A failed write to standard output: quiet for a closed pipe, exit 2 otherwise.
+    fn stdout(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Failure::BrokenPipe
+        } else {
+            Failure::Error {
+                code: 2,
+                message: format!("I/O error on <stdout>: {e}"),
+            }
+        }
+    }
+
+    fn exit(self) -> ExitCode {
+        match self {
+            Failure::Error { code, message } => {
+                // Nothing more can be done if stderr is broken too; the exit code still tells.
+                let _ = writeln!(std::io::stderr(), "hetreward: error: {message}");
+                ExitCode::from(code)
+            }
+            Failure::BrokenPipe => ExitCode::from(BROKEN_PIPE_EXIT),
+        }
+    }
+}
+
+/// Standard output, locked and buffered; every write error is returned (Rust ignores SIGPIPE,
+/// so a closed pipe is an `EPIPE` error here, not a signal), and [`Out::finish`] flushes and
+/// checks the last bytes.
+struct Out(std::io::BufWriter<std::io::StdoutLock<'static>>);
+
+impl Out {
+    fn new() -> Self {
+        Out(std::io::BufWriter::new(std::io::stdout().lock()))
+    }
+
+    /// Writes formatted text (use through [`outln!`]).
+    fn write_fmt(&mut self, args: std::fmt::Arguments) -> Result<(), Failure> {
+        self.0.write_fmt(args).map_err(Failure::stdout)
+    }
+
+    /// Flushes everything written so far to the OS.
+    fn flush(&mut self) -> Result<(), Failure> {
+        self.0.flush().map_err(Failure::stdout)
+    }
+}
+
+/// `println!` to an [`Out`], returning a [`Failure`] from the enclosing function on error.
+macro_rules! outln {
+    ($out:expr, $($arg:tt)*) => {
+        $out.write_fmt(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// A warning on stderr; a failure to print it is ignored (there is nowhere else to say it).
+fn warn(message: &str) {
+    let _ = writeln!(std::io::stderr(), "hetreward: warning: {message}");
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    let mut out = Out::new();
     let result = match cli.command {
-        Command::Fit(args) => run_fit(args),
-        Command::Inspect { model, json } => run_inspect(&model, json),
-        Command::Score { model, phi, common } => run_score(&model, &phi, &common),
+        Command::Fit(args) => run_fit(args, &mut out),
+        Command::Inspect { model, json } => run_inspect(&model, json, &mut out),
+        Command::Score { model, phi, common } => run_score(&model, &phi, &common, &mut out),
         Command::Compare {
             model,
             pairs,
             method,
             common,
-        } => run_compare(&model, &pairs, method, &common),
+        } => run_compare(&model, &pairs, method, &common, &mut out),
         Command::Select {
             model,
             candidates,
             policy,
             common,
-        } => run_select(&model, &candidates, policy, &common),
-        Command::Demo { seed, n, threads } => run_demo(seed, n, threads),
+        } => run_select(&model, &candidates, policy, &common, &mut out),
+        Command::Demo { seed, n, threads } => run_demo(seed, n, threads, &mut out),
     };
-    match result {
+    match result.and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(f) => {
-            eprintln!("hetreward: error: {}", f.message);
-            ExitCode::from(f.code)
-        }
+        Err(f) => f.exit(),
+    }
+}
+
+/// Prints clap's help, version or usage error and exits with clap's code (0 for help and
+/// version, 2 for usage errors) — or with the stdout failure if the help cannot be printed.
+fn clap_exit(e: clap::Error) -> ExitCode {
+    let code = e.exit_code();
+    let printed = e.print().and_then(|()| std::io::stdout().flush());
+    match printed {
+        Err(err) if code == 0 => Failure::stdout(err).exit(),
+        _ => ExitCode::from(u8::try_from(code).unwrap_or(2)),
     }
 }
 
@@ -353,7 +447,8 @@ fn with_progress<T>(work: impl FnOnce(&FitControl) -> T) -> T {
     out
 }
 
-fn run_fit(args: FitArgs) -> Result<(), Failure> {
+fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
+    check_fit_outputs(&args)?;
     let data = training::read_training(&args.data)?;
     let init = match (&args.theta0, &args.gamma0, args.init) {
         (Some(theta), gamma, InitArg::Default) => Init::Explicit(Params {
@@ -394,51 +489,188 @@ fn run_fit(args: FitArgs) -> Result<(), Failure> {
     let model = with_progress(|control| RewardModel::estimate(&data, &options, kind, control))?;
     let r = model.report();
     if !r.converged {
-        let msg = format!(
-            "{} stopped ({}) after {} iterations with gradient norm {:.3e} > tol {:.1e}",
-            r.solver.name(),
-            r.termination.name(),
-            r.iterations,
-            r.grad_norm,
-            r.tol
-        );
+        let msg = not_converged(r);
         if args.require_converged {
-            return Err(Failure {
+            return Err(Failure::Error {
                 code: 3,
                 message: format!("not converged: {msg}"),
             });
         }
-        eprintln!("hetreward: warning: not converged: {msg}");
+        warn(&format!("not converged: {msg}"));
     }
-    model_file::save(&model, &args.out)?;
-    if let Some(path) = &args.report {
-        let text = pretty(&json::model_report(&model)) + "\n";
-        std::fs::write(path, text).map_err(|e| Error::io(path.display().to_string(), &e))?;
+    // Every output goes to a temporary file first; they are published (renamed over their
+    // targets) only once everything, standard output included, has succeeded.
+    let mut model_out = PendingFile::create(&args.out)?;
+    model_out.write_all(&model_file::to_bytes(&model))?;
+    let report_out = match &args.report {
+        Some(path) => {
+            let mut f = PendingFile::create(path)?;
+            f.write_all((pretty(&json::model_report(&model)) + "\n").as_bytes())?;
+            Some(f)
+        }
+        None => None,
+    };
+    print_model(&model, out)?;
+    out.flush()?;
+    if let Some(f) = report_out {
+        f.commit()?;
     }
-    print_model(&model);
+    model_out.commit()?;
     Ok(())
 }
 
-fn run_inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
+/// What a fit that did not meet its tolerance ran into, in plain words, from its termination.
+fn not_converged(r: &FitReport) -> String {
+    let solver = r.solver.name();
+    let (it, grad, tol) = (r.iterations, r.grad_norm, r.tol);
+    match r.termination {
+        Termination::Diverged => format!(
+            "{solver} found no finite estimate: the data are separated (a combination of the \
+             features predicts every label), so the likelihood keeps rising as the estimate \
+             runs off to infinity, and the estimates and standard errors are not meaningful; \
+             look for a feature or covariate that predicts the labels perfectly, or add data"
+        ),
+        Termination::MaxIterations => format!(
+            "{solver} reached the iteration cap ({it} iterations) with the gradient norm \
+             {grad:.3e} still above tol {tol:.1e}; raise --max-iter{}",
+            if r.solver == SolverKind::Agd {
+                " or use --solver newton"
+            } else {
+                ""
+            }
+        ),
+        Termination::Stalled => format!(
+            "{solver} stalled after {it} iterations: no step decreased the objective any more, \
+             with the gradient norm {grad:.3e} still above tol {tol:.1e} (the tolerance is \
+             finer than double precision reaches on these data, or the likelihood has no finite \
+             maximum, e.g. nearly separated data); loosen --tol or check the data"
+        ),
+        Termination::Converged => format!(
+            "{solver} ended after {it} iterations with the gradient norm {grad:.3e} above tol \
+             {tol:.1e}"
+        ),
+    }
+}
+
+/// Checks `fit`'s outputs before any work: no output is the same file as DATA or as the other
+/// output, and each names a file that is absent or a writable regular file (not a symbolic
+/// link, folder, device, pipe or socket) in a folder that accepts a new file.
+fn check_fit_outputs(args: &FitArgs) -> Result<(), Failure> {
+    let mut outputs = vec![("--out", args.out.as_path())];
+    if let Some(report) = &args.report {
+        outputs.push(("--report", report.as_path()));
+    }
+    let data = FileIdentity::of(&args.data);
+    for (i, &(flag, path)) in outputs.iter().enumerate() {
+        if path.file_name().is_none() {
+            return Err(
+                Error::invalid(flag, format!("`{}` does not name a file", path.display())).into(),
+            );
+        }
+        let id = FileIdentity::of(path);
+        if id.same_as(&data) {
+            return Err(Error::invalid(
+                flag,
+                format!(
+                    "`{}` is the training data DATA (`{}`): refusing to overwrite an input",
+                    path.display(),
+                    args.data.display()
+                ),
+            )
+            .into());
+        }
+        for &(other_flag, other) in &outputs[..i] {
+            if id.same_as(&FileIdentity::of(other)) {
+                return Err(Error::invalid(
+                    flag,
+                    format!(
+                        "`{}` is the same file as {other_flag} (`{}`): each output needs its \
+                         own file",
+                        path.display(),
+                        other.display()
+                    ),
+                )
+                .into());
+            }
+        }
+    }
+    for &(flag, path) in &outputs {
+        if let Some(reason) = std::fs::symlink_metadata(path)
+            .ok()
+            .as_ref()
+            .and_then(atomic::not_replaceable)
+        {
+            return Err(Error::invalid(flag, format!("`{}` {reason}", path.display())).into());
+        }
+        atomic::check_writable(path)?;
+    }
+    Ok(())
+}
+
+/// What makes two paths the same file, whatever their spelling: the file they reach (following
+/// symbolic links; hard links share it) and the directory entry a rename would replace (the
+/// folder's identity and the file name).
+#[derive(Debug)]
+struct FileIdentity {
+    file: Option<(u64, u64)>,
+    entry: Option<(u64, u64, std::ffi::OsString)>,
+}
+
+impl FileIdentity {
+    fn of(path: &Path) -> Self {
+        let entry = atomic::split(path)
+            .ok()
+            .and_then(|(dir, name)| node(&dir).map(|(dev, ino)| (dev, ino, name.to_os_string())));
+        FileIdentity {
+            file: node(path),
+            entry,
+        }
+    }
+
+    fn same_as(&self, other: &FileIdentity) -> bool {
+        (self.file.is_some() && self.file == other.file)
+            || (self.entry.is_some() && self.entry == other.entry)
+    }
+}
+
+/// (device, inode) of what `path` reaches (links followed), if it exists.
+#[cfg(unix)]
+fn node(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Without inodes: a hash of the canonical path stands for the file.
+#[cfg(not(unix))]
+fn node(path: &Path) -> Option<(u64, u64)> {
+    use std::hash::{Hash, Hasher};
+    let canonical = std::fs::canonicalize(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    canonical.hash(&mut h);
+    Some((0, h.finish()))
+}
+
+fn run_inspect(path: &Path, as_json: bool, out: &mut Out) -> Result<(), Failure> {
     let model = model_file::load(path)?;
     if as_json {
-        println!("{}", pretty(&json::model_report(&model)));
+        outln!(out, "{}", pretty(&json::model_report(&model)));
     } else {
-        print_model(&model);
+        print_model(&model, out)?;
     }
     Ok(())
 }
 
-fn run_score(model: &Path, phi: &Path, common: &CommonArgs) -> Result<(), Failure> {
+fn run_score(model: &Path, phi: &Path, common: &CommonArgs, out: &mut Out) -> Result<(), Failure> {
     let model = model_file::load(model)?;
     let input = scoring::read_phi(phi, model.d1())?;
     let rows = model.score_batch(&input.phi, common.alpha)?;
     if common.json {
-        println!("{}", pretty(&json::score_report(common.alpha, &rows)));
+        outln!(out, "{}", pretty(&json::score_report(common.alpha, &rows)));
         return Ok(());
     }
     let level = ci_label(common.alpha);
-    println!(
+    outln!(
+        out,
         "{:>6} {:>12} {:>12} {:>12} {:>12}",
         "row",
         "reward",
@@ -447,9 +679,13 @@ fn run_score(model: &Path, phi: &Path, common: &CommonArgs) -> Result<(), Failur
         format!("{level}_upper")
     );
     for (i, r) in rows.iter().enumerate() {
-        println!(
+        outln!(
+            out,
             "{i:>6} {:>12.6} {:>12.6} {:>12.6} {:>12.6}",
-            r.reward, r.se, r.lower, r.upper
+            r.reward,
+            r.se,
+            r.lower,
+            r.upper
         );
     }
     Ok(())
@@ -460,6 +696,7 @@ fn run_compare(
     pairs: &Path,
     method: MethodArg,
     common: &CommonArgs,
+    out: &mut Out,
 ) -> Result<(), Failure> {
     let model = model_file::load(model)?;
     let input = scoring::read_pairs(pairs, model.d1())?;
@@ -483,7 +720,8 @@ fn run_compare(
         .collect::<Result<Vec<_>, Error>>()?;
     let tally = select::win_rate(&comparisons);
     if common.json {
-        println!(
+        outln!(
+            out,
             "{}",
             pretty(&json::compare_report(
                 common.alpha,
@@ -495,16 +733,25 @@ fn run_compare(
         return Ok(());
     }
     let level = ci_label(common.alpha);
-    println!(
+    outln!(
+        out,
         "diff = r(a0) - r(a1); {level} CI with the {} variance; win = a0 significantly better",
         method.name()
     );
-    println!(
+    outln!(
+        out,
         "{:>6} {:>12} {:>12} {:>12} {:>12} {:>10} {:>8}",
-        "pair", "diff", "se", "lower", "upper", "p_value", "verdict"
+        "pair",
+        "diff",
+        "se",
+        "lower",
+        "upper",
+        "p_value",
+        "verdict"
     );
     for (i, c) in comparisons.iter().enumerate() {
-        println!(
+        outln!(
+            out,
             "{i:>6} {:>12.6} {:>12.6} {:>12.6} {:>12.6} {:>10.4} {:>8}",
             c.diff,
             c.se,
@@ -514,7 +761,8 @@ fn run_compare(
             c.verdict.name()
         );
     }
-    println!(
+    outln!(
+        out,
         "wins {}, ties {}, losses {}; win rate of a0 over a1 {:.2}%",
         tally.wins,
         tally.ties,
@@ -529,6 +777,7 @@ fn run_select(
     candidates: &Path,
     policy: PolicyArg,
     common: &CommonArgs,
+    out: &mut Out,
 ) -> Result<(), Failure> {
     let model = model_file::load(model)?;
     let input = scoring::read_candidates(candidates, model.d1())?;
@@ -538,13 +787,15 @@ fn run_select(
     };
     let choices = scoring::select_groups(&model, &input, common.alpha, policy)?;
     if common.json {
-        println!(
+        outln!(
+            out,
             "{}",
             pretty(&json::select_report(common.alpha, policy, &choices))
         );
         return Ok(());
     }
-    println!(
+    outln!(
+        out,
         "policy {}: maximise {} - penalty; lower = {} lower bound",
         policy.name(),
         match policy {
@@ -553,13 +804,23 @@ fn run_select(
         },
         ci_label(common.alpha)
     );
-    println!(
+    outln!(
+        out,
         "{:>8} {:>10} {:>6} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}",
-        "group", "candidates", "index", "row", "reward", "se", "lower", "penalty", "score"
+        "group",
+        "candidates",
+        "index",
+        "row",
+        "reward",
+        "se",
+        "lower",
+        "penalty",
+        "score"
     );
     for g in &choices {
         let c = &g.candidate;
-        println!(
+        outln!(
+            out,
             "{:>8} {:>10} {:>6} {:>6} {:>11.5} {:>11.5} {:>11.5} {:>11.5} {:>11.5}",
             g.group,
             g.size,
@@ -575,7 +836,7 @@ fn run_select(
     Ok(())
 }
 
-fn run_demo(seed: u64, n: usize, threads: usize) -> Result<(), Failure> {
+fn run_demo(seed: u64, n: usize, threads: usize, out: &mut Out) -> Result<(), Failure> {
     let options = DemoOptions {
         seed,
         n,
@@ -583,7 +844,7 @@ fn run_demo(seed: u64, n: usize, threads: usize) -> Result<(), Failure> {
         ..DemoOptions::default()
     };
     let report = with_progress(|control| demo::run(&options, control))?;
-    println!("{report}");
+    outln!(out, "{report}");
     Ok(())
 }
 
@@ -596,9 +857,10 @@ fn ci_label(alpha: f64) -> String {
     format!("ci{}", (1000.0 * (1.0 - alpha)).round() / 10.0)
 }
 
-fn print_model(model: &RewardModel) {
+fn print_model(model: &RewardModel, out: &mut Out) -> Result<(), Failure> {
     let r = model.report();
-    println!(
+    outln!(
+        out,
         "n = {}, d1 = {}, d2 = {}; solver {} ({}, {} iterations, |grad| = {:.2e}); mean NLL {:.6}; covariance {}",
         model.n(),
         model.d1(),
@@ -611,9 +873,14 @@ fn print_model(model: &RewardModel) {
         model.covariance().name()
     );
     let q = hetreward::stats::critical_value(0.05);
-    println!(
+    outln!(
+        out,
         "{:<12} {:>12} {:>12} {:>12} {:>12}",
-        "parameter", "estimate", "se", "ci95_lower", "ci95_upper"
+        "parameter",
+        "estimate",
+        "se",
+        "ci95_lower",
+        "ci95_upper"
     );
     let rows = model
         .theta()
@@ -630,10 +897,12 @@ fn print_model(model: &RewardModel) {
                 .map(|(k, (v, s))| (format!("gamma[{k}]"), *v, *s)),
         );
     for (name, v, s) in rows {
-        println!(
+        outln!(
+            out,
             "{name:<12} {v:>12.6} {s:>12.6} {:>12.6} {:>12.6}",
             v - q * s,
             v + q * s
         );
     }
+    Ok(())
 }

@@ -3,6 +3,7 @@
 //!
 //! Every error names the file, the tensor or column and, where there is one, the row.
 
+pub mod atomic;
 pub mod csv_table;
 pub mod json;
 pub mod model_file;

@@ -26,9 +26,8 @@ use crate::fitted::RewardModel;
 use crate::inference::CovarianceKind;
 use crate::model::Params;
 use nalgebra::DMatrix;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// First 8 bytes of every model file.
 pub const MAGIC: &[u8; 8] = b"HETRWRD\0";
@@ -208,41 +207,15 @@ impl Reader<'_> {
     }
 }
 
-/// Writes the model to `path` atomically: a uniquely named temporary file in the same folder is
-/// written, flushed to disk and renamed over `path` (then the folder is synced on Unix), so a
-/// crash or a concurrent writer never leaves a half-written model under the target name.
+/// Writes the model to `path` atomically ([`crate::io::atomic`]): a temporary file, created
+/// exclusively under a short hidden name in the same folder, is written, flushed to disk and
+/// renamed over `path` (then the folder is synced on Unix), so a crash or a concurrent writer
+/// never leaves a half-written model under the target name.
 ///
-/// Errors: [`Error::Io`] naming `path` (missing folder, permissions, full disk...).
+/// Errors: [`Error::Io`] naming `path` (missing folder, permissions, full disk...);
+/// [`Error::InvalidArgument`] when `path` names no file.
 pub fn save(model: &RewardModel, path: &Path) -> Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = path.display().to_string();
-    let bytes = to_bytes(model);
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| Error::invalid("path", format!("`{name}` is not a file path")))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}-{}",
-        file_name.to_string_lossy(),
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        #[cfg(unix)]
-        std::fs::File::open(dir)?.sync_all()?;
-        Ok(())
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(&name, &e)
-    })
+    crate::io::atomic::write(path, &to_bytes(model))
 }
 
 /// Reads a model file written by [`save`].
