@@ -1230,6 +1230,124 @@ fn cli_bad_input_matrix() {
             assert!(!Path::new(&out).exists(), "{args:?} wrote {out}");
         }
     }
+    // ---- Issue 10 through the CLI: hostile files and crafted models (the readers' classes) ----
+    {
+        let untouched = |path: &str, before: &[u8]| {
+            assert_eq!(std::fs::read(path).unwrap(), before, "{path} changed");
+            assert!(!Path::new(&out).exists(), "a model was written to {out}");
+        };
+        // Ambiguous headers: the same column twice, a non-canonical twin.
+        let header = "y,psi0,z1,z2,z3,psi1,psi2";
+        let text = training_csv(&data, None);
+        for (name, bad_header, needle) in [
+            (
+                "dup_z.csv",
+                "y,psi0,z1,z2,z2,psi1,psi2",
+                "column `z2` appears twice",
+            ),
+            (
+                "dup_y.csv",
+                "y,psi0,z1,z2,z3,psi1,y",
+                "column `y` appears twice",
+            ),
+            (
+                "z01.csv",
+                "y,psi0,z1,z2,z01,psi1,psi2",
+                "column `z01` is ambiguous",
+            ),
+            (
+                "psi_plus.csv",
+                "y,psi0,z1,z2,z3,psi1,psi+2",
+                "column `psi+2` is ambiguous",
+            ),
+        ] {
+            assert!(
+                text.starts_with(header),
+                "the training CSV's header changed"
+            );
+            let path = m.write(name, &text.replacen(header, bad_header, 1));
+            let before = std::fs::read(&path).unwrap();
+            m.case(
+                "DATA",
+                &format!("CSV header `{bad_header}`"),
+                &["fit", &path, "--out", &out],
+                2,
+                &[needle],
+            );
+            untouched(&path, &before);
+        }
+        let phi_dup = m.write("phi_dup.csv", "phi1,phi2,phi3,phi2\n1,2,3,4\n");
+        m.case(
+            "PHI",
+            "column `phi2` twice",
+            &["score", &model, &phi_dup],
+            2,
+            &["column `phi2` appears twice"],
+        );
+        // A header of 300,000 feature columns and one row: linear work, then n <= d1.
+        let wide_header: Vec<String> = (1..=300_000).map(|j| format!("z{j}")).collect();
+        let wide = m.write(
+            "wide.csv",
+            &format!(
+                "y,psi0,{}\n1,1,{}\n",
+                wide_header.join(","),
+                vec!["0.5"; 300_000].join(",")
+            ),
+        );
+        m.case(
+            "DATA",
+            "CSV header of 300,000 feature columns, one row",
+            &["fit", &wide, "--out", &out],
+            2,
+            &["need n > d1 + d2"],
+        );
+        // safetensors: a tensor named twice; shapes that disagree (refused from the header).
+        let st = m.path("dup.safetensors");
+        let header = r#"{"y":{"dtype":"F64","shape":[1],"data_offsets":[0,8]},"y":{"dtype":"F64","shape":[1],"data_offsets":[8,16]}}"#;
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend(header.as_bytes());
+        bytes.extend([0u8; 16]);
+        std::fs::write(&st, &bytes).unwrap();
+        m.case(
+            "DATA",
+            "safetensors: tensor `y` named twice",
+            &["fit", st.to_str().unwrap(), "--out", &out],
+            2,
+            &["tensor `y` is named twice"],
+        );
+        // A model whose checksum is valid but whose Cov(gamma) is indefinite.
+        let mut crafted = model_bytes.clone();
+        let u32_at =
+            |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+        let payload_len = u64::from_le_bytes(crafted[12..20].try_into().unwrap()) as usize;
+        let (d1, d2) = (u32_at(&crafted, 28), u32_at(&crafted, 32));
+        let gamma_cov = 20 + 76 + 8 * (d1 + d2) + 8 * (d1 * (d1 + 1) / 2);
+        let f64_at = |b: &[u8], at: usize| f64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+        let off =
+            3.0 * (f64_at(&crafted, gamma_cov) * f64_at(&crafted, gamma_cov + 8 * (d2 + 1))).sqrt();
+        crafted[gamma_cov + 8..gamma_cov + 16].copy_from_slice(&off.to_le_bytes());
+        crafted[gamma_cov + 8 * d2..gamma_cov + 8 * d2 + 8].copy_from_slice(&off.to_le_bytes());
+        let crc = crc32fast::hash(&crafted[20..20 + payload_len]);
+        crafted[20 + payload_len..].copy_from_slice(&crc.to_le_bytes());
+        let crafted_path = m.p("crafted.hrm");
+        std::fs::write(&crafted_path, &crafted).unwrap();
+        m.case(
+            "MODEL",
+            "valid checksum, Cov(gamma) indefinite",
+            &["inspect", &crafted_path],
+            2,
+            &["Cov(gamma) is not a covariance matrix"],
+        );
+        // Every alpha in (0, 1) is valid: a tiny one is not blamed on the features.
+        let phi_ok = m.write("phi_ok.csv", "phi1,phi2,phi3\n0.5,-0.25,1\n");
+        m.case(
+            "--alpha",
+            "1e-300 (valid: q = 37.07)",
+            &["score", &model, &phi_ok, "--alpha", "1e-300"],
+            0,
+            &[],
+        );
+    }
     // ==== end of the issue 10 CLI section =======================================================
 
     // ---- the table -----------------------------------------------------------------------------
