@@ -23,7 +23,7 @@ use std::path::Path;
 pub const MAX_HEADER_BYTES: u64 = 100_000_000;
 
 /// Bytes decoded per block while reading a tensor.
-const BLOCK_BYTES: usize = 1 << 16;
+const BLOCK_BYTES: usize = 1 << 20;
 
 /// An open safetensors file whose header has been read and checked.
 pub struct SafetensorsFile {
@@ -102,7 +102,7 @@ impl SafetensorsFile {
     /// dtype.
     pub fn shape(&self, name: &str, integer_ok: bool) -> Result<&[usize]> {
         let info = self.info(name)?;
-        if decoder(info.dtype, integer_ok).is_none() {
+        if !accepted(info.dtype, integer_ok) {
             return Err(Error::format(
                 &self.path,
                 format!(
@@ -206,15 +206,35 @@ impl SafetensorsFile {
 
     /// Streams the decoded values of `name` with their flat index, block by block; stops at
     /// the first non-finite value with a format error naming its position.
-    fn for_each(
+    fn for_each(&self, name: &str, integer_ok: bool, visit: impl FnMut(usize, f64)) -> Result<()> {
+        let info = self.info(name)?;
+        if !accepted(info.dtype, integer_ok) {
+            return Err(Error::Internal {
+                detail: format!("tensor `{name}`: dtype {:?} read unchecked", info.dtype),
+            });
+        }
+        // One monomorphised loop per dtype, so the decoder is inlined into it.
+        match info.dtype {
+            Dtype::F64 => self.stream(name, info, visit, f64::from_le_bytes),
+            Dtype::F32 => self.stream(name, info, visit, |b| f32::from_le_bytes(b) as f64),
+            Dtype::I64 => self.stream(name, info, visit, |b| i64::from_le_bytes(b) as f64),
+            Dtype::I32 => self.stream(name, info, visit, |b| i32::from_le_bytes(b) as f64),
+            Dtype::I16 => self.stream(name, info, visit, |b| i16::from_le_bytes(b) as f64),
+            Dtype::I8 => self.stream(name, info, visit, |b| i8::from_le_bytes(b) as f64),
+            Dtype::U64 => self.stream(name, info, visit, |b| u64::from_le_bytes(b) as f64),
+            Dtype::U32 => self.stream(name, info, visit, |b| u32::from_le_bytes(b) as f64),
+            Dtype::U16 => self.stream(name, info, visit, |b| u16::from_le_bytes(b) as f64),
+            _ => self.stream(name, info, visit, |b: [u8; 1]| b[0] as f64),
+        }
+    }
+
+    fn stream<const W: usize>(
         &self,
         name: &str,
-        integer_ok: bool,
+        info: &TensorInfo,
         mut visit: impl FnMut(usize, f64),
+        decode: impl Fn([u8; W]) -> f64,
     ) -> Result<()> {
-        let info = self.info(name)?;
-        let decode = decoder(info.dtype, integer_ok).expect("dtype checked by shape()");
-        let width = info.dtype.size();
         let (begin, end) = info.data_offsets;
         let mut reader = &self.file;
         reader
@@ -226,8 +246,8 @@ impl SafetensorsFile {
         while left > 0 {
             let block = &mut buf[..BLOCK_BYTES.min(left)];
             read_exact(&mut reader, block, &self.path)?;
-            for bytes in block.chunks_exact(width) {
-                let v = decode(bytes);
+            for bytes in block.chunks_exact(W) {
+                let v = decode(bytes.try_into().expect("W bytes"));
                 if !v.is_finite() {
                     return Err(Error::format(
                         &self.path,
@@ -333,26 +353,15 @@ fn check_layout(
     }
 }
 
-/// The decoder of one element of `dtype`, if it is accepted (`integer_ok` admits integer and
-/// bool dtypes).
-fn decoder(dtype: Dtype, integer_ok: bool) -> Option<fn(&[u8]) -> f64> {
-    fn le<const W: usize>(b: &[u8]) -> [u8; W] {
-        b.try_into().expect("W bytes")
+/// Whether this reader accepts `dtype`: F32 and F64 always, integer and bool dtypes (labels,
+/// ids) when `integer_ok`.
+fn accepted(dtype: Dtype, integer_ok: bool) -> bool {
+    match dtype {
+        Dtype::F64 | Dtype::F32 => true,
+        Dtype::I64 | Dtype::I32 | Dtype::I16 | Dtype::I8 => integer_ok,
+        Dtype::U64 | Dtype::U32 | Dtype::U16 | Dtype::U8 | Dtype::BOOL => integer_ok,
+        _ => false,
     }
-    let f: fn(&[u8]) -> f64 = match dtype {
-        Dtype::F64 => |b| f64::from_le_bytes(le(b)),
-        Dtype::F32 => |b| f32::from_le_bytes(le(b)) as f64,
-        Dtype::I64 if integer_ok => |b| i64::from_le_bytes(le(b)) as f64,
-        Dtype::I32 if integer_ok => |b| i32::from_le_bytes(le(b)) as f64,
-        Dtype::I16 if integer_ok => |b| i16::from_le_bytes(le(b)) as f64,
-        Dtype::I8 if integer_ok => |b| i8::from_le_bytes(le(b)) as f64,
-        Dtype::U64 if integer_ok => |b| u64::from_le_bytes(le(b)) as f64,
-        Dtype::U32 if integer_ok => |b| u32::from_le_bytes(le(b)) as f64,
-        Dtype::U16 if integer_ok => |b| u16::from_le_bytes(le(b)) as f64,
-        Dtype::U8 | Dtype::BOOL if integer_ok => |b| b[0] as f64,
-        _ => return None,
-    };
-    Some(f)
 }
 
 /// "row R, column C" (rank 2), "row R" (rank 1) or "flat index I" of a flat index in `shape`.
