@@ -87,6 +87,21 @@ static void check_compare(const hetreward_model *model) {
     CHECK_OK(hetreward_model_compare(model, phi0, phi0, 1, D1, 0.05, HETREWARD_DIFF_EXACT, same));
     CHECK(same[0].diff == 0.0 && same[0].se == 0.0 && same[0].p_value == 1.0);
     CHECK(same[0].verdict == HETREWARD_VERDICT_TIE);
+    /* Identical results are identical bytes, padding included (callers hash them). */
+    {
+        hetreward_comparison a[M], b[M];
+        hetreward_fit_report ra, rb;
+        memset(a, 0x00, sizeof a);
+        memset(b, 0xAB, sizeof b);
+        CHECK_OK(hetreward_model_compare(model, phi0, phi1, M, D1, 0.05, HETREWARD_DIFF_EXACT, a));
+        CHECK_OK(hetreward_model_compare(model, phi0, phi1, M, D1, 0.05, HETREWARD_DIFF_EXACT, b));
+        CHECK(memcmp(a, b, sizeof a) == 0);
+        memset(&ra, 0x00, sizeof ra);
+        memset(&rb, 0xAB, sizeof rb);
+        CHECK_OK(hetreward_model_report(model, &ra));
+        CHECK_OK(hetreward_model_report(model, &rb));
+        CHECK(memcmp(&ra, &rb, sizeof ra) == 0);
+    }
     free(phi0);
     free(phi1);
 }

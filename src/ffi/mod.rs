@@ -98,6 +98,32 @@ pub(crate) unsafe fn write_slice<T: Copy>(ptr: *mut T, values: &[T]) {
     }
 }
 
+/// A `#[repr(C)]` output struct with padding bytes, written so that its padding is zero:
+/// identical results are then identical bytes for a caller who hashes or `memcmp`s them. A
+/// whole-struct copy would carry the padding's unspecified bytes, so the destination is zeroed
+/// and every field written through its own pointer.
+pub(crate) trait ZeroPadded: Sized {
+    /// Writes each field of `self` to the matching field of `*dst` (padding untouched).
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes.
+    unsafe fn write_fields(&self, dst: *mut Self);
+}
+
+/// Writes `values` to `ptr` with zeroed padding ([`ZeroPadded`]).
+///
+/// # Safety
+/// `ptr` must point to `values.len()` writable elements (or `values` is empty).
+pub(crate) unsafe fn write_zero_padded<T: ZeroPadded>(ptr: *mut T, values: &[T]) {
+    if values.is_empty() {
+        return;
+    }
+    std::ptr::write_bytes(ptr, 0, values.len());
+    for (i, v) in values.iter().enumerate() {
+        v.write_fields(ptr.add(i));
+    }
+}
+
 fn check_ptr<T>(ptr: *const T, len: usize, arg: &str) -> Result<()> {
     if ptr.is_null() {
         return Err(null(arg));

@@ -5,7 +5,7 @@ use super::fitter::{hetreward_covariance, hetreward_solver};
 use super::status::{boundary, boundary_value, hetreward_status};
 use super::{
     c_path, check_dim, checked_len, handle_ref, in_slice, optional_slice, out_ptr, out_slice,
-    write_slice,
+    write_slice, write_zero_padded, ZeroPadded,
 };
 use crate::error::{check_alpha, Error, Result};
 use crate::fit::{SolverKind, Termination};
@@ -83,6 +83,23 @@ pub struct hetreward_fit_report {
     pub tol: f64,
 }
 
+impl ZeroPadded for hetreward_fit_report {
+    unsafe fn write_fields(&self, dst: *mut Self) {
+        use std::ptr::addr_of_mut;
+        addr_of_mut!((*dst).solver).write(self.solver);
+        addr_of_mut!((*dst).covariance).write(self.covariance);
+        addr_of_mut!((*dst).termination).write(self.termination);
+        addr_of_mut!((*dst).converged).write(self.converged);
+        addr_of_mut!((*dst).iterations).write(self.iterations);
+        addr_of_mut!((*dst).total_iterations).write(self.total_iterations);
+        addr_of_mut!((*dst).starts).write(self.starts);
+        addr_of_mut!((*dst).grad_norm).write(self.grad_norm);
+        addr_of_mut!((*dst).neg_loglik).write(self.neg_loglik);
+        addr_of_mut!((*dst).seconds).write(self.seconds);
+        addr_of_mut!((*dst).tol).write(self.tol);
+    }
+}
+
 /// A reward with its standard error and (1 - alpha) confidence interval.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -146,6 +163,18 @@ pub struct hetreward_comparison {
     pub p_value: f64,
     /// HETREWARD_VERDICT_TIE, _WIN or _LOSS.
     pub verdict: hetreward_verdict,
+}
+
+impl ZeroPadded for hetreward_comparison {
+    unsafe fn write_fields(&self, dst: *mut Self) {
+        use std::ptr::addr_of_mut;
+        addr_of_mut!((*dst).diff).write(self.diff);
+        addr_of_mut!((*dst).se).write(self.se);
+        addr_of_mut!((*dst).lower).write(self.lower);
+        addr_of_mut!((*dst).upper).write(self.upper);
+        addr_of_mut!((*dst).p_value).write(self.p_value);
+        addr_of_mut!((*dst).verdict).write(self.verdict);
+    }
 }
 
 /// The selection rule of hetreward_model_select(): one of HETREWARD_POLICY_*.
@@ -308,7 +337,7 @@ pub extern "C" fn hetreward_model_report(
             tol: r.tol,
         };
         // SAFETY: checked non-NULL.
-        unsafe { *out = report };
+        unsafe { write_zero_padded(out, std::slice::from_ref(&report)) };
         Ok(())
     })
 }
@@ -411,7 +440,7 @@ pub extern "C" fn hetreward_model_compare(
             })
             .collect::<Result<_>>()?;
         // SAFETY: `out` holds m elements (header contract).
-        unsafe { write_slice(out, &comparisons) };
+        unsafe { write_zero_padded(out, &comparisons) };
         Ok(())
     })
 }

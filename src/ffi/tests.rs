@@ -271,3 +271,55 @@ fn progress_callback_can_cancel_and_fitter_is_reusable() {
     hetreward_fitter_free(fitter);
     hetreward_dataset_free(data);
 }
+
+/// Output structs with padding are written with every padding byte zero and every field set:
+/// two writes of the same value into buffers pre-filled with different garbage give the same
+/// bytes, and the value reads back equal (a field forgotten in `write_fields` would read 0).
+#[test]
+fn padded_outputs_are_written_byte_for_byte() {
+    use super::model::{hetreward_comparison, hetreward_fit_report};
+    use super::{write_zero_padded, ZeroPadded};
+    fn check<T: ZeroPadded + PartialEq + std::fmt::Debug + Copy>(value: T) {
+        let bytes = |fill: u8| {
+            let mut slot = std::mem::MaybeUninit::<T>::uninit();
+            // SAFETY: the slot is writable; after write_zero_padded every byte is initialised.
+            unsafe {
+                std::ptr::write_bytes(
+                    slot.as_mut_ptr().cast::<u8>(),
+                    fill,
+                    std::mem::size_of::<T>(),
+                );
+                write_zero_padded(slot.as_mut_ptr(), std::slice::from_ref(&value));
+                let raw = std::slice::from_raw_parts(
+                    slot.as_ptr().cast::<u8>(),
+                    std::mem::size_of::<T>(),
+                )
+                .to_vec();
+                assert_eq!(slot.assume_init(), value);
+                raw
+            }
+        };
+        assert_eq!(bytes(0x00), bytes(0xFF));
+    }
+    check(hetreward_comparison {
+        diff: 1.5,
+        se: 2.5,
+        lower: -3.5,
+        upper: 4.5,
+        p_value: 0.25,
+        verdict: 2,
+    });
+    check(hetreward_fit_report {
+        solver: 1,
+        covariance: 3,
+        termination: 2,
+        converged: true,
+        iterations: 7,
+        total_iterations: 11,
+        starts: 3,
+        grad_norm: 1e-9,
+        neg_loglik: 0.5,
+        seconds: 0.125,
+        tol: 1e-8,
+    });
+}
