@@ -187,9 +187,11 @@ def test_array_checks(model):
     with pytest.raises(TypeError, match="float32"):
         model.score(phi.astype(">f4"))  # byte-swapped
     with pytest.raises(ValueError, match="dimension"):
-        model.score(phi.reshape(-1))
+        model.score(phi.reshape(1, 1, 4, D1))
+    with pytest.raises(hr.DimensionMismatchError):
+        model.score(phi.reshape(-1))  # 1-D = one answer, of 16 values, not d1 = 4
     with pytest.raises(TypeError, match="float64"):
-        model.select(phi, penalty=np.zeros(4, dtype=np.float32))
+        model.select(phi, penalty=["a", "b", "c", "d"])
     raw = np.zeros(4 * D1 * 4 + 1, dtype=np.uint8)[1:].view(np.float32).reshape(4, D1)
     assert not raw.flags.aligned
     with pytest.raises(ValueError, match="aligned"):
