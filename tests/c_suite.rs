@@ -198,7 +198,14 @@ fn test_bad_input() {
 
 #[test]
 fn test_concurrency() {
-    run_c_test("test_concurrency", "test_concurrency.c", Link::Shared, &[]);
+    // Its defaults (5000 scoring rounds, 50000-comparison cancellation fits) are sized for
+    // an optimized library; an unoptimized `cargo test` runs a smaller load.
+    let args: &[&str] = if cfg!(debug_assertions) {
+        &["200", "5000"]
+    } else {
+        &[]
+    };
+    run_c_test("test_concurrency", "test_concurrency.c", Link::Shared, args);
 }
 
 #[test]
