@@ -7,7 +7,11 @@
 // It is a thin cgo layer over the C API in include/hetreward.h; no math is done in Go.
 // Build against an installed library (scripts/install.sh --prefix DIR) through pkg-config:
 //
-//	PKG_CONFIG_PATH=DIR/lib/pkgconfig LD_LIBRARY_PATH=DIR/lib go test
+//	PKG_CONFIG_PATH=DIR/lib/pkgconfig CGO_LDFLAGS="-Wl,-rpath,DIR/lib" go test
+//
+// CGO_LDFLAGS carries an rpath (no LD_LIBRARY_PATH needed) and, being part of Go's build
+// cache key unlike pkg-config's output, makes a reinstall to another prefix rebuild this
+// package (see the README for reinstalls and for using the module through replace or go.work).
 //
 // # Conventions
 //

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native as _n
+from .errors import CANCELLED as _CANCELLED
 from .errors import DimensionMismatchError, HetrewardError, error_for  # noqa: F401
 
 if TYPE_CHECKING:
@@ -92,6 +93,48 @@ def _array(a, name: str, dtypes, ndim: int, optional: bool = False):
     return a
 
 
+def _small(a, name: str, dtype, ndim: int = 1, optional: bool = False):
+    """A small input converted once (a copy when needed): labels, penalties, one answer's
+    embedding. Anything numpy reads as numbers of the right shape is accepted (lists, ints,
+    bools, another float type); an array already right is passed as it is."""
+    if a is None:
+        if optional:
+            return None
+        raise TypeError(f"{name} is required")
+    try:
+        out = np.ascontiguousarray(a, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be numbers convertible to {np.dtype(dtype)}: {exc}") from None
+    if out.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {out.shape}")
+    return out
+
+
+def _answers(phi, name: str):
+    """Answers' embeddings, float32 (m, d1): a 2-D batch must be a float32 C-contiguous numpy
+    array (read in place, never converted); one answer given as a 1-D array-like of d1 numbers
+    is small and is converted to a (1, d1) float32 array."""
+    if not isinstance(phi, np.ndarray) or phi.ndim == 1:
+        if np.ndim(phi) == 1:
+            return _small(phi, name, np.float32).reshape(1, -1)
+    return _array(phi, name, (np.float32,), 2)
+
+
+def _padding(dtype: np.dtype) -> np.ndarray:
+    """The byte offsets of a structured dtype that no field covers."""
+    covered = np.zeros(dtype.itemsize, dtype=bool)
+    for field_dtype, offset in (f[:2] for f in dtype.fields.values()):
+        covered[offset:offset + field_dtype.itemsize] = True
+    return np.flatnonzero(~covered)
+
+
+def _zero_padding(out: np.ndarray) -> None:
+    """Sets the padding bytes of a structured result array to zero."""
+    pad = _padding(out.dtype)
+    if pad.size and out.size:
+        out.view(np.uint8).reshape(out.size, out.dtype.itemsize)[:, pad] = 0
+
+
 def _ptr(a, ctype):
     """Pointer to the first element of a checked array (NULL for None or an empty array)."""
     if a is None or a.size == 0:
@@ -137,7 +180,8 @@ class Dataset(_Handle):
     phi(a1) - phi(a0), ``psi0`` (n,) the fixed part of each annotator's rationality, ``psi``
     (n, d2) annotator covariates (``None`` when d2 = 0), ``y`` (n,) labels 0/1 (1 = the
     annotator preferred a1), ``cluster`` optional (n,) int64 annotator ids (for the cluster
-    covariance). Float arrays are all float64 or all float32, C-contiguous.
+    covariance). Float arrays are all float64 or all float32, C-contiguous, and read in place;
+    only the labels ``y`` are converted (ints, bools or a list of 0/1 are fine).
     Immutable: any number of threads may fit with one dataset.
     """
 
@@ -171,7 +215,7 @@ class Dataset(_Handle):
         feats = tuple(_array(f, nm, floats, 2) for nm, f in zip(names, feats))
         dtype = feats[0].dtype
         psi0 = _array(psi0, "psi0", (dtype,), 1)
-        y = _array(y, "y", (dtype,), 1)
+        y = _small(y, "y", dtype)  # labels: small, converted (ints, bools, lists)
         psi = _array(psi, "psi", (dtype,), 2, optional=True)
         cluster = _array(cluster, "cluster", (np.int64,), 1, optional=True)
         n, d1 = feats[0].shape
@@ -257,7 +301,7 @@ class Fitter(_Handle):
     ``eta1`` 0.1, ``eta2`` 0.08 (agd step sizes); ``max_iter`` 0 = the solver's default;
     ``tol`` 1e-8; ``seed`` 0; ``init`` "default", "random" or "explicit" (with ``theta0``,
     ``gamma0``); ``restarts`` 2; ``threads`` 0 = all cores (results do not depend on it);
-    ``require_converged`` False.
+    ``require_converged`` False. A Fitter pickles as its options.
     """
 
     _free = staticmethod(lib.hetreward_fitter_free)
@@ -265,6 +309,7 @@ class Fitter(_Handle):
     def __init__(self, *, solver=None, covariance=None, eta1=None, eta2=None, max_iter=None,
                  tol=None, seed=None, init=None, restarts=None, theta0=None, gamma0=None,
                  threads=None, require_converged=None):
+        self._options = {k: v for k, v in locals().items() if k != "self" and v is not None}
         p = lib.hetreward_fit_default_params()
         if solver is not None:
             p.solver = _code(SOLVERS, solver, "solver")
@@ -277,31 +322,38 @@ class Fitter(_Handle):
                              ("require_converged", require_converged)):
             if value is not None:
                 setattr(p, field, value)
-        # Small parameter vectors: converted explicitly (the library copies them anyway).
-        keep = []
+        # Small parameter vectors: converted explicitly. Kept alive with the params, which
+        # create a second C fitter (with the progress trampoline) for fits given a callback.
+        self._keep = []
         for field, value in (("theta0", theta0), ("gamma0", gamma0)):
             if value is not None:
                 arr = np.ascontiguousarray(value, dtype=np.float64).reshape(-1)
-                keep.append(arr)
+                self._keep.append(arr)
                 setattr(p, field, _ptr(arr, c_double))
                 setattr(p, field + "_len", arr.size)
-        # One trampoline per fitter: it runs the current fit's Python callback (if any) and
-        # stops the fit on Ctrl-C. The library calls it on its worker threads.
+        self._params = p
+        # The progress trampoline is installed only in fits given a callback (a C fitter of
+        # their own, made per fit): without one the library never waits for the GIL.
         self._progress: Optional[Callable] = None
-        self._interrupted = False
         self._callback_error: Optional[BaseException] = None
-        self._trampoline = _n.hetreward_progress_callback(self._on_progress)
-        p.progress = self._trampoline
-        p.progress_user_data = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one fit at a time
+        self._cancel_lock = threading.Lock()  # guards _running and _cancel_pending
+        self._running = None  # the C fitter of the fit in progress
+        self._cancel_pending = False  # cancel() while no fit ran: applies to the next fit
+        _Handle.__init__(self, self._new_c_fitter(None))
+
+    def _new_c_fitter(self, trampoline):
+        p = _n.hetreward_fit_params.from_buffer_copy(self._params)  # progress: NULL
+        if trampoline is not None:
+            p.progress = trampoline
         out = POINTER(_n.hetreward_fitter)()
         _check(lib.hetreward_fitter_new(byref(p), byref(out)))
-        del keep
-        _Handle.__init__(self, out)
+        return out
+
+    def __reduce__(self):
+        return (_fitter_from_options, (dict(self._options),))
 
     def _on_progress(self, progress_ptr, _user_data) -> int:
-        if self._interrupted:
-            return 1
         cb = self._progress
         if cb is None:
             return 0
@@ -320,40 +372,79 @@ class Fitter(_Handle):
         ``progress(Progress)`` is called after every solver iteration, on a library worker
         thread; a truthy return value cancels the fit (:class:`CancelledError`), ``None`` or
         ``False`` lets it continue, and an exception cancels it and is re-raised here.
-        Ctrl-C (KeyboardInterrupt) in the main thread cancels the fit too.
+        Without ``progress`` no Python code runs during the fit, so the fit does not slow
+        down when other threads hold the GIL.
+        Ctrl-C (KeyboardInterrupt) in the main thread cancels the fit
+        (hetreward_fitter_cancel) and is re-raised once the fit has stopped.
         Raises :class:`CancelledError`, :class:`NotConvergedError` (with
         ``require_converged``), :class:`SingularInformationError`,
         :class:`InvalidArgumentError` (e.g. cluster covariance without cluster ids), ...
         """
         with self._lock:
-            fitter, data = self._live(), dataset._live()
-            self._progress, self._interrupted, self._callback_error = progress, False, None
+            base, data = self._live(), dataset._live()
+            trampoline = None
+            if progress is not None:
+                trampoline = _n.hetreward_progress_callback(self._on_progress)
+                fitter = self._new_c_fitter(trampoline)
+            else:
+                fitter = base
+            self._progress, self._callback_error = progress, None
             result = {}
 
-            def work():
-                out = POINTER(_n.hetreward_model)()
-                status = lib.hetreward_fitter_fit(fitter, data, byref(out))
-                # The message is per thread: read it on the thread that made the call.
-                result["status"] = status
-                result["message"] = _n.last_error() if status else ""
-                result["out"] = out
+            done = threading.Event()
 
+            def work():
+                try:
+                    out = POINTER(_n.hetreward_model)()
+                    status = lib.hetreward_fitter_fit(fitter, data, byref(out))
+                    # The message is per thread: read it on the thread that made the call.
+                    result["status"] = status
+                    result["message"] = _n.last_error() if status else ""
+                    result["out"] = out
+                finally:
+                    done.set()
+
+            with self._cancel_lock:
+                self._running = fitter
+                if self._cancel_pending:
+                    self._cancel_pending = False
+                    lib.hetreward_fitter_cancel(fitter)
+            interrupted = False
             try:
                 if threading.current_thread() is threading.main_thread():
                     # Run in a helper thread so that Ctrl-C reaches this one and can stop it.
+                    # Waits on an Event, not Thread.join: a join interrupted by Ctrl-C may
+                    # mark a thread that still runs as finished (CPython 3.11's
+                    # _wait_for_tstate_lock), and this fit must end before the fitter is
+                    # used or freed again.
                     worker = threading.Thread(target=work, name="hetreward-fit", daemon=True)
-                    worker.start()
                     try:
-                        while worker.is_alive():
-                            worker.join(0.25)
+                        worker.start()
+                        while not done.wait(0.25):
+                            pass
                     except KeyboardInterrupt:
-                        self._interrupted = True
-                        worker.join()
+                        interrupted = True
+                        lib.hetreward_fitter_cancel(fitter)
+                        while worker.ident is not None and not done.is_set():
+                            try:
+                                done.wait(0.25)
+                            except KeyboardInterrupt:  # already cancelling
+                                pass
                         raise
                 else:
                     work()
             finally:
+                with self._cancel_lock:
+                    self._running = None
                 self._progress = None
+                if fitter is not base:
+                    lib.hetreward_fitter_free(fitter)
+                elif interrupted and result.get("status") != _CANCELLED:
+                    # The fit ended before the request: the request would stay for the next
+                    # fit, so this fitter's C object is replaced by a clean one.
+                    self._replace(self._new_c_fitter(None))
+                    if result.get("status") == 0:
+                        lib.hetreward_model_free(result["out"])
             error = self._callback_error
             self._callback_error = None
             if result["status"] != 0:
@@ -364,15 +455,29 @@ class Fitter(_Handle):
                 raise exc
             return Model._adopt(result["out"])
 
+    def _replace(self, ptr) -> None:
+        self._finalizer()
+        self._ptr = ptr
+        self._finalizer = weakref.finalize(self, type(self)._free, ptr)
+
     def cancel(self) -> None:
         """Asks the running fit to stop before its next iteration (hetreward_fitter_cancel).
         Safe from any thread. A request made while no fit runs applies to the next fit."""
-        lib.hetreward_fitter_cancel(self._live())
+        self._live()
+        with self._cancel_lock:
+            if self._running is not None:
+                lib.hetreward_fitter_cancel(self._running)
+            else:
+                self._cancel_pending = True
 
     def close(self) -> None:
         """Frees the fitter (waits for a running fit to return first)."""
         with self._lock:
             super().close()
+
+
+def _fitter_from_options(options: dict) -> Fitter:
+    return Fitter(**options)
 
 
 class Model(_Handle):
@@ -405,6 +510,10 @@ class Model(_Handle):
         out = POINTER(_n.hetreward_model)()
         _check(lib.hetreward_model_load_buffer(_ptr(buf, c_uint8), buf.size, byref(out)))
         return cls._adopt(out)
+
+    def __reduce__(self):
+        # Pickles (multiprocessing, joblib, Ray, copy.deepcopy) as the model file's bytes.
+        return (Model.from_bytes, (self.to_bytes(),))
 
     def save(self, path) -> None:
         """Writes the model file (atomically: a temporary file is renamed over ``path``)."""
@@ -475,10 +584,11 @@ class Model(_Handle):
 
     def score(self, phi, alpha: float = 0.05) -> np.ndarray:
         """Rewards of m answers, ``phi`` float32 (m, d1): a structured array of m records
-        (reward, se, lower, upper) with (1 - alpha) CIs."""
-        phi = _array(phi, "phi", (np.float32,), 2)
+        (reward, se, lower, upper) with (1 - alpha) CIs. One answer may be given as a 1-D
+        array-like of d1 numbers (converted; the result has one record)."""
+        phi = _answers(phi, "phi")
         m, d1 = phi.shape
-        out = np.empty(m, dtype=REWARD_DTYPE)
+        out = np.zeros(m, dtype=REWARD_DTYPE)
         _check(lib.hetreward_model_score(self._live(), _ptr(phi, c_float), m, d1, alpha,
                                          _ptr(out, _n.hetreward_reward)))
         return out
@@ -488,31 +598,35 @@ class Model(_Handle):
         """Compares row i of ``phi0`` (answer a0) with row i of ``phi1`` (a1), float32 (m, d1)
         each: structured array of (diff, se, lower, upper, p_value, verdict); diff =
         r(a0) - r(a1); verdict 0 tie, 1 win (a0 significantly better), 2 loss (see VERDICTS).
-        ``method``: "exact" (default), "independent" or "bound"."""
-        phi0 = _array(phi0, "phi0", (np.float32,), 2)
-        phi1 = _array(phi1, "phi1", (np.float32,), 2)
+        ``method``: "exact" (default), "independent" or "bound". One pair may be given as two
+        1-D array-likes of d1 numbers (converted)."""
+        phi0 = _answers(phi0, "phi0")
+        phi1 = _answers(phi1, "phi1")
         if phi0.shape != phi1.shape:
             raise DimensionMismatchError(
                 3, f"phi0 has shape {phi0.shape}, phi1 has shape {phi1.shape}")
         m, d1 = phi0.shape
-        out = np.empty(m, dtype=COMPARISON_DTYPE)
+        out = np.zeros(m, dtype=COMPARISON_DTYPE)
         _check(lib.hetreward_model_compare(
             self._live(), _ptr(phi0, c_float), _ptr(phi1, c_float), m, d1, alpha,
             _code(DIFF_METHODS, method, "method"), _ptr(out, _n.hetreward_comparison)))
+        # The record ends in 4 padding bytes, which the library writes as whatever its struct
+        # held: zeroed, so that equal results are equal bytes (tobytes(), hashing).
+        _zero_padding(out)
         return out
 
     def select(self, phi, penalty=None, alpha: float = 0.05, policy: Union[str, int] = "pbon"
                ) -> Tuple[int, np.ndarray]:
         """Best of the candidate answers to one prompt, ``phi`` float32 (N, d1), with
-        optional float64 (N,) ``penalty``. ``policy`` "bon" (argmax reward - penalty) or
+        optional (N,) ``penalty`` (any numbers: a list is fine, converted to float64). ``policy`` "bon" (argmax reward - penalty) or
         "pbon" (argmax lower - penalty). Returns (index, candidates), candidates a structured
         array of (reward, se, lower, upper, penalty, score). Ties go to the lowest index."""
-        phi = _array(phi, "phi", (np.float32,), 2)
-        penalty = _array(penalty, "penalty", (np.float64,), 1, optional=True)
+        phi = _answers(phi, "phi")
+        penalty = _small(penalty, "penalty", np.float64, optional=True)
         m, d1 = phi.shape
         if penalty is not None and penalty.shape != (m,):
             raise DimensionMismatchError(3, f"penalty has shape {penalty.shape}, expected {(m,)}")
-        out = np.empty(m, dtype=CANDIDATE_DTYPE)
+        out = np.zeros(m, dtype=CANDIDATE_DTYPE)
         index = c_size_t()
         _check(lib.hetreward_model_select(
             self._live(), _ptr(phi, c_float), m, d1, _ptr(penalty, c_double), alpha,

@@ -8,8 +8,8 @@ Where the library is looked for, in order:
 
 1. the ``HETREWARD_LIB`` environment variable: the path of ``libhetreward.so`` (or of a folder
    holding it);
-2. next to this package: ``libhetreward.so*`` copied into the ``hetreward`` folder (the
-   installed wheel bundles it if it was there at build time);
+2. inside this package: ``_libhetreward.*.so``, the library the wheel bundles (built from the
+   Rust sources by ``pip install ./bindings/python`` / ``pip wheel``, see setup.py);
 3. the system's loader: ``LD_LIBRARY_PATH``, the ``ldconfig`` cache (e.g. after
    ``scripts/install.sh --prefix /usr/local && ldconfig``), ``ctypes.util.find_library``.
 """
@@ -224,7 +224,7 @@ def _candidates():
             yield env
         return  # an explicit choice is not second-guessed
     here = os.path.dirname(os.path.abspath(__file__))
-    yield from sorted(glob.glob(os.path.join(here, "libhetreward.so*")))
+    yield from sorted(glob.glob(os.path.join(here, "_libhetreward*.so")))
     yield "libhetreward.so"
     found = ctypes.util.find_library("hetreward")
     if found:
@@ -240,8 +240,9 @@ def _load() -> ctypes.CDLL:
             tried.append(f"{name}: {exc}")
     raise ImportError(
         "hetreward: cannot load libhetreward. Set HETREWARD_LIB to the path of libhetreward.so "
-        "(e.g. PREFIX/lib/libhetreward.so after scripts/install.sh --prefix PREFIX), copy the "
-        "library next to the hetreward package, or add its folder to LD_LIBRARY_PATH. Tried:\n  "
+        "(e.g. PREFIX/lib/libhetreward.so after scripts/install.sh --prefix PREFIX), install "
+        "the package with its bundled library (pip install ./bindings/python, which builds it "
+        "with cargo), or add the library's folder to LD_LIBRARY_PATH. Tried:\n  "
         + "\n  ".join(tried or ["(nothing: HETREWARD_LIB is set but empty)"])
     )
 

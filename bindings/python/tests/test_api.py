@@ -187,9 +187,11 @@ def test_array_checks(model):
     with pytest.raises(TypeError, match="float32"):
         model.score(phi.astype(">f4"))  # byte-swapped
     with pytest.raises(ValueError, match="dimension"):
-        model.score(phi.reshape(-1))
+        model.score(phi.reshape(1, 1, 4, D1))
+    with pytest.raises(hr.DimensionMismatchError):
+        model.score(phi.reshape(-1))  # 1-D = one answer, of 16 values, not d1 = 4
     with pytest.raises(TypeError, match="float64"):
-        model.select(phi, penalty=np.zeros(4, dtype=np.float32))
+        model.select(phi, penalty=["a", "b", "c", "d"])
     raw = np.zeros(4 * D1 * 4 + 1, dtype=np.uint8)[1:].view(np.float32).reshape(4, D1)
     assert not raw.flags.aligned
     with pytest.raises(ValueError, match="aligned"):
@@ -394,23 +396,41 @@ def _import_in_subprocess(env):
     import subprocess
     import sys
 
-    code = "import hetreward; print(hetreward.library_version())"
+    code = ("import os, hetreward; "
+            "print(hetreward.library_version(), os.path.realpath(hetreward._native.lib._name))")
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           cwd="/")
 
 
 def test_library_lookup():
-    """HETREWARD_LIB (a file or a folder), then the system loader (LD_LIBRARY_PATH); a wrong
-    HETREWARD_LIB is an ImportError that says what to do."""
-    lib = os.environ.get("HETREWARD_LIB")
+    """The library bundled in the package (the wheel's) without any environment variable;
+    HETREWARD_LIB (a file or a folder) overrides it; the system loader (LD_LIBRARY_PATH)
+    comes last; a wrong HETREWARD_LIB is an ImportError that says what to do.
+
+    Needs a separately installed library (scripts/install.sh) for the override:
+    HETREWARD_TEST_EXTERNAL_LIB, else HETREWARD_LIB."""
+    import glob
+
+    lib = os.environ.get("HETREWARD_TEST_EXTERNAL_LIB") or os.environ.get("HETREWARD_LIB")
     if not lib:
-        pytest.fail("HETREWARD_LIB must point at the library under test")
+        pytest.fail("set HETREWARD_TEST_EXTERNAL_LIB to an installed libhetreward.so")
     folder = lib if os.path.isdir(lib) else os.path.dirname(lib)
     base = {k: v for k, v in os.environ.items() if k not in ("HETREWARD_LIB", "LD_LIBRARY_PATH")}
     # The subprocess imports the same hetreward package as this test (installed or not).
     base["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(hr.__file__)))
-    for env in ({**base, "HETREWARD_LIB": folder}, {**base, "LD_LIBRARY_PATH": folder}):
+    bundled = glob.glob(os.path.join(os.path.dirname(hr.__file__), "_libhetreward*.so"))
+    if bundled:
+        out = _import_in_subprocess(base)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == [hr.library_version(), os.path.realpath(bundled[0])]
+    for env in ({**base, "HETREWARD_LIB": folder}, {**base, "HETREWARD_LIB": lib},
+                {**base, "LD_LIBRARY_PATH": folder} if not bundled else None):
+        if env is None:
+            continue
         out = _import_in_subprocess(env)
-        assert out.returncode == 0 and out.stdout.strip() == hr.library_version(), out.stderr
+        assert out.returncode == 0, out.stderr
+        version, path = out.stdout.split()
+        assert version == hr.library_version()
+        assert os.path.dirname(path) == os.path.realpath(folder), (path, folder)
     out = _import_in_subprocess({**base, "HETREWARD_LIB": "/nonexistent/libhetreward.so"})
     assert out.returncode != 0 and "HETREWARD_LIB" in out.stderr and "ImportError" in out.stderr
