@@ -855,10 +855,14 @@ hetreward_status hetreward_model_rationality(const struct hetreward_model *model
 
 /**
  * Writes the model to a file (the versioned, checksummed model format, SPEC §6),
- * atomically: a temporary file next to `path` is renamed over it, so a crash never leaves a
- * half-written model under `path`.
+ * atomically: a temporary file next to `path`, created exclusively (a planted file or link of
+ * that name is never followed), is written, synced and renamed over `path`, so a crash never
+ * leaves a half-written model under `path`. An existing `path` must be a regular file: it is
+ * never replaced through a symbolic link, a folder, a device, a FIFO or a socket.
  *
- * Returns HETREWARD_NULL_POINTER, HETREWARD_INVALID_ARGUMENT (empty path), HETREWARD_IO.
+ * Returns HETREWARD_NULL_POINTER, HETREWARD_INVALID_ARGUMENT (empty path, or `path` names
+ * something other than a regular file), HETREWARD_IO (missing folder, read-only target,
+ * permissions, full disk).
  * Thread-safe with respect to the model; saves to one path from several threads at once need
  * external synchronisation.
  */
