@@ -213,6 +213,14 @@ static void record_value(const char *argument, const char *condition, int ok, co
 #define CASE(argument, condition, expected, needles, call) \
     record(__LINE__, argument, condition, (call), expected, needles)
 #define SEP "\x1f"
+/* A hetreward_fitter_new case with the default params changed by `assignment` (`p` is the
+ * caller's hetreward_fit_params variable). */
+#define PARAMS_CASE(arg, cond, expected, needle, assignment)       \
+    do {                                                           \
+        p = hetreward_fit_default_params();                        \
+        assignment;                                                \
+        CASE(arg, cond, expected, needle, hetreward_fitter_new(&p, &out_fitter)); \
+    } while (0)
 
 /* ---- helpers for files ------------------------------------------------------------------- */
 
@@ -602,12 +610,6 @@ static void fitter_cases(void) {
     reset_outputs();
     CASE("out_fitter", "NULL", HETREWARD_NULL_POINTER, "`out_fitter`",
          hetreward_fitter_new(NULL, NULL));
-#define PARAMS_CASE(arg, cond, expected, needle, assignment)       \
-    do {                                                           \
-        p = hetreward_fit_default_params();                        \
-        assignment;                                                \
-        CASE(arg, cond, expected, needle, hetreward_fitter_new(&p, &out_fitter)); \
-    } while (0)
     PARAMS_CASE("params.struct_size", "sizeof - 8 (an older or newer caller)",
                 HETREWARD_INVALID_ARGUMENT, "`params.struct_size`", p.struct_size -= 8);
     PARAMS_CASE("params.struct_size", "0", HETREWARD_INVALID_ARGUMENT, "`params.struct_size`",
@@ -651,7 +653,6 @@ static void fitter_cases(void) {
                 p.theta0_len = D1);
     hetreward_fitter_free(out_fitter);
     reset_outputs();
-#undef PARAMS_CASE
 
     function_header("hetreward_fitter_fit");
     CASE("fitter", "NULL", HETREWARD_NULL_POINTER, "`fitter`",
@@ -1123,12 +1124,6 @@ static void host_safety_cases(void) {
 
     /* Class 1: every count a caller passes is bounded before anything is allocated. */
     function_header("hetreward_fitter_new");
-#define PARAMS_CASE(arg, cond, expected, needle, assignment)       \
-    do {                                                           \
-        p = hetreward_fit_default_params();                        \
-        assignment;                                                \
-        CASE(arg, cond, expected, needle, hetreward_fitter_new(&p, &out_fitter)); \
-    } while (0)
     PARAMS_CASE("params.restarts", "UINT32_MAX (would allocate 200 GB of starts)",
                 HETREWARD_INVALID_ARGUMENT, "`params.restarts`" SEP "limit of 1000",
                 p.restarts = UINT32_MAX);
@@ -1144,7 +1139,6 @@ static void host_safety_cases(void) {
                 p.restarts = 1000);
     hetreward_fitter_free(out_fitter);
     reset_outputs();
-#undef PARAMS_CASE
 
     /* Hostile files: decided from the header, before any data is read or decoded. */
     function_header("hetreward_dataset_load");
