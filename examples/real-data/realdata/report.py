@@ -1,5 +1,7 @@
 """The Markdown report, rendered from results.json's dictionary (every number comes from it)."""
 
+import math
+
 
 def _f(x, nd=3):
     return f"{x:.{nd}f}"
@@ -70,11 +72,19 @@ def render(r):
         add(f"| {label} | {_f(x['gamma'])} | {_f(x['gamma_se'])} | {_ci(x['gamma_ci'])} | "
             f"{_f(x['sigma_expert'])} | {_ci(x['sigma_expert_ci'])} |")
     fe, fc = mt["fit_expected"], mt["fit_cluster"]
+    add("\nAll coefficients, with both SEs (theta_j: reward weight of principal component j):\n")
+    add("| coefficient | estimate | SE (expected information) | SE (cluster-robust, judge) |")
+    add("|---|---:|---:|---:|")
+    names = [f"theta_{j + 1}" for j in range(fe["d1"])] + ["gamma (expert)"]
+    for name, est, se_e, se_c in zip(names, fe["theta"] + fe["gamma"],
+                                     fe["theta_se"] + fe["gamma_se"],
+                                     fc["theta_se"] + fc["gamma_se"]):
+        add(f"| {name} | {_f(est, 4)} | {_f(se_e, 4)} | {_f(se_c, 4)} |")
     ratio = [c / e for c, e in zip(fc["theta_se"], fe["theta_se"])]
     add(f"\nCluster-robust SEs of theta are {_f(min(ratio), 2)}–{_f(max(ratio), 2)} times the "
         f"expected-information ones (median {_f(sorted(ratio)[len(ratio) // 2], 2)}); the "
         f"likelihood-ratio statistic of gamma = 0 is {_f(mt['lr_statistic'], 2)} on 1 degree of "
-        "freedom (expected-information scale).\n")
+        f"freedom (p = {math.erfc(math.sqrt(max(mt['lr_statistic'], 0) / 2)):.3f}).\n")
     x = rat["expected"]
     if x["gamma_ci"][0] <= 0 <= x["gamma_ci"][1]:
         add("Reading: the 95% CI of gamma contains 0, so these judgments give **no evidence** "
