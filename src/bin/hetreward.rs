@@ -6,6 +6,7 @@
 //! fit did not converge; 1 any other failure (singular information, internal error).
 
 use clap::{Parser, Subcommand, ValueEnum};
+use hetreward::calibrate::{IntervalMethod, IntervalOptions};
 use hetreward::demo::{self, DemoOptions};
 use hetreward::fit::{FitControl, FitOptions, Init, Progress, SolverKind};
 use hetreward::inference::CovarianceKind;
@@ -68,6 +69,9 @@ converged, grad_norm, neg_loglik, seconds (+ termination, starts, total_iteratio
         /// Print JSON (the REPORT.json fields) instead of a table.
         #[arg(long)]
         json: bool,
+        /// Show the paper's Wald intervals whatever interval method the model carries.
+        #[arg(long)]
+        wald: bool,
     },
     /// Reward, SE and CI of each answer: r = theta . phi, se = sqrt(phi' S phi / n).
     #[command(after_help = "\
@@ -155,6 +159,23 @@ struct CommonArgs {
     /// Print JSON (field names are stable) instead of a table.
     #[arg(long)]
     json: bool,
+    /// Use the paper's Wald intervals whatever interval method the model carries.
+    #[arg(long)]
+    wald: bool,
+}
+
+/// Loads a model; with `wald`, switches it to the paper's Wald intervals.
+fn load_model(path: &Path, wald: bool) -> Result<RewardModel, Failure> {
+    let model = model_file::load(path)?;
+    Ok(if wald { model.wald() } else { model })
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum IntervalsArg {
+    Wald,
+    Bootstrap,
+    Resized,
+    Auto,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -230,6 +251,14 @@ struct FitArgs {
     /// Covariance: expected (the paper's), observed, robust or cluster.
     #[arg(long, value_enum, default_value = "expected")]
     covariance: CovarianceArg,
+    /// Confidence intervals: wald (the paper's; default), bootstrap (parametric, percentile;
+    /// small samples), resized (adaptively resized bootstrap; high dimension) or auto (picks by
+    /// d1/n and n per parameter, and says what it picked). Seeded by --seed.
+    #[arg(long, value_enum, default_value = "wald")]
+    intervals: IntervalsArg,
+    /// Bootstrap refits B (default 400 for bootstrap, 100 for resized; 10..=100000).
+    #[arg(long)]
+    bootstrap_reps: Option<usize>,
     /// Worker threads (0 = all cores); results do not depend on it.
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -260,7 +289,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Fit(args) => run_fit(args),
-        Command::Inspect { model, json } => run_inspect(&model, json),
+        Command::Inspect { model, json, wald } => run_inspect(&model, json, wald),
         Command::Score { model, phi, common } => run_score(&model, &phi, &common),
         Command::Compare {
             model,
@@ -391,7 +420,20 @@ fn run_fit(args: FitArgs) -> Result<(), Failure> {
         CovarianceArg::Robust => CovarianceKind::Robust,
         CovarianceArg::Cluster => CovarianceKind::Cluster,
     };
-    let model = with_progress(|control| RewardModel::estimate(&data, &options, kind, control))?;
+    let intervals = IntervalOptions {
+        method: match args.intervals {
+            IntervalsArg::Wald => IntervalMethod::Wald,
+            IntervalsArg::Bootstrap => IntervalMethod::Bootstrap,
+            IntervalsArg::Resized => IntervalMethod::Resized,
+            IntervalsArg::Auto => IntervalMethod::Auto,
+        },
+        reps: args.bootstrap_reps,
+        seed: args.seed,
+    };
+    intervals.check()?;
+    let model = with_progress(|control| {
+        RewardModel::estimate_with(&data, &options, kind, &intervals, control)
+    })?;
     let r = model.report();
     if !r.converged {
         let msg = format!(
@@ -419,8 +461,8 @@ fn run_fit(args: FitArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn run_inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
-    let model = model_file::load(path)?;
+fn run_inspect(path: &Path, as_json: bool, wald: bool) -> Result<(), Failure> {
+    let model = load_model(path, wald)?;
     if as_json {
         println!("{}", pretty(&json::model_report(&model)));
     } else {
@@ -430,7 +472,7 @@ fn run_inspect(path: &Path, as_json: bool) -> Result<(), Failure> {
 }
 
 fn run_score(model: &Path, phi: &Path, common: &CommonArgs) -> Result<(), Failure> {
-    let model = model_file::load(model)?;
+    let model = load_model(model, common.wald)?;
     let input = scoring::read_phi(phi, model.d1())?;
     let rows = model.score_batch(&input.phi, common.alpha)?;
     if common.json {
@@ -461,7 +503,7 @@ fn run_compare(
     method: MethodArg,
     common: &CommonArgs,
 ) -> Result<(), Failure> {
-    let model = model_file::load(model)?;
+    let model = load_model(model, common.wald)?;
     let input = scoring::read_pairs(pairs, model.d1())?;
     let method = match method {
         MethodArg::Exact => DiffMethod::Exact,
@@ -495,10 +537,17 @@ fn run_compare(
         return Ok(());
     }
     let level = ci_label(common.alpha);
-    println!(
-        "diff = r(a0) - r(a1); {level} CI with the {} variance; win = a0 significantly better",
-        method.name()
-    );
+    if model.calibration().uses_draws() {
+        println!(
+            "diff = r(a0) - r(a1); {level} CI from the model's {} draws (exact); win = a0 significantly better",
+            model.calibration().method().name()
+        );
+    } else {
+        println!(
+            "diff = r(a0) - r(a1); {level} CI with the {} variance; win = a0 significantly better",
+            method.name()
+        );
+    }
     println!(
         "{:>6} {:>12} {:>12} {:>12} {:>12} {:>10} {:>8}",
         "pair", "diff", "se", "lower", "upper", "p_value", "verdict"
@@ -530,7 +579,7 @@ fn run_select(
     policy: PolicyArg,
     common: &CommonArgs,
 ) -> Result<(), Failure> {
-    let model = model_file::load(model)?;
+    let model = load_model(model, common.wald)?;
     let input = scoring::read_candidates(candidates, model.d1())?;
     let policy = match policy {
         PolicyArg::Bon => Policy::Bon,
@@ -610,30 +659,52 @@ fn print_model(model: &RewardModel) {
         r.neg_loglik,
         model.covariance().name()
     );
-    let q = hetreward::stats::critical_value(0.05);
+    let c = model.calibration();
+    let picked = if c.requested() == IntervalMethod::Auto {
+        " (picked by auto)"
+    } else {
+        ""
+    };
+    match c.method() {
+        IntervalMethod::Wald => println!("intervals: wald (the paper's){picked}"),
+        IntervalMethod::Bootstrap => println!(
+            "intervals: bootstrap{picked}, percentile of B = {} refits (seed {}, {} did not converge)",
+            c.reps(),
+            c.seed(),
+            c.diverged()
+        ),
+        _ => println!(
+            "intervals: resized{picked}, B = {} refits (seed {}, {} did not converge); shrink {:.4}, alpha_hat {:.4}, c_hat {:.4}",
+            c.reps(),
+            c.seed(),
+            c.diverged(),
+            c.shrink(),
+            c.alpha_hat(),
+            c.c_hat()
+        ),
+    }
+    let d = model.diagnostics();
+    println!(
+        "diagnostics: d1/n = {:.4}; MLE finite: {}; max |gamma_hat| = {:.4}; diverged refits {:.1}%",
+        d.d1_over_n,
+        if d.mle_finite { "yes" } else { "no" },
+        d.max_abs_gamma,
+        100.0 * d.diverged_share
+    );
+    if let Some(w) = &d.warning {
+        println!("warning: {w}");
+    }
     println!(
         "{:<12} {:>12} {:>12} {:>12} {:>12}",
         "parameter", "estimate", "se", "ci95_lower", "ci95_upper"
     );
-    let rows = model
-        .theta()
-        .iter()
-        .zip(model.theta_se())
-        .enumerate()
-        .map(|(j, (v, s))| (format!("theta[{j}]"), *v, *s))
-        .chain(
-            model
-                .gamma()
-                .iter()
-                .zip(model.gamma_se())
-                .enumerate()
-                .map(|(k, (v, s))| (format!("gamma[{k}]"), *v, *s)),
-        );
-    for (name, v, s) in rows {
+    let rows = (0..model.d1())
+        .map(|j| (format!("theta[{j}]"), model.theta_interval(j, 0.05)))
+        .chain((0..model.d2()).map(|k| (format!("gamma[{k}]"), model.gamma_interval(k, 0.05))));
+    for (name, ci) in rows {
         println!(
-            "{name:<12} {v:>12.6} {s:>12.6} {:>12.6} {:>12.6}",
-            v - q * s,
-            v + q * s
+            "{name:<12} {:>12.6} {:>12.6} {:>12.6} {:>12.6}",
+            ci.reward, ci.se, ci.lower, ci.upper
         );
     }
 }
