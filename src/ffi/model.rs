@@ -35,7 +35,7 @@ pub(crate) fn model_into_raw(inner: RewardModel) -> *mut hetreward_model {
 ///
 /// # Safety
 /// `ptr` must be NULL or a live model.
-unsafe fn model_ref<'a>(ptr: *const hetreward_model) -> Result<&'a RewardModel> {
+pub(crate) unsafe fn model_ref<'a>(ptr: *const hetreward_model) -> Result<&'a RewardModel> {
     handle_ref(ptr, "model").map(|m| &m.inner)
 }
 
