@@ -606,8 +606,8 @@ static void fitter_cases(void) {
         assignment;                                                \
         CASE(arg, cond, expected, needle, hetreward_fitter_new(&p, &out_fitter)); \
     } while (0)
-    PARAMS_CASE("params.struct_size", "sizeof - 8 (an older or newer caller)",
-                HETREWARD_INVALID_ARGUMENT, "`params.struct_size`", p.struct_size -= 8);
+    PARAMS_CASE("params.struct_size", "sizeof - 4 (no version's size)",
+                HETREWARD_INVALID_ARGUMENT, "`params.struct_size`", p.struct_size -= 4);
     PARAMS_CASE("params.struct_size", "0", HETREWARD_INVALID_ARGUMENT, "`params.struct_size`",
                 p.struct_size = 0);
     PARAMS_CASE("params.solver", "7 (unknown)", HETREWARD_INVALID_ARGUMENT, "`params.solver`",
