@@ -137,7 +137,8 @@ Example:
 
 Simulates annotators with demographic covariates (one channel adversarial), answers with
 embedding-like features and a gold reward; fits; prints (a) rationality coefficients with CIs,
-(b) reward CIs and win/tie/loss between two LLMs, (c) BoN vs pBoN gold rewards for N = 20..128.")]
+(b) reward CIs and win/tie/loss between two LLMs, (c) BoN vs pBoN gold rewards for N = 20..128,
+(d) calibrated intervals (the method --intervals auto picks) beside the paper's.")]
     Demo {
         /// Seed of the simulation (same seed, same output).
         #[arg(long, default_value_t = 1)]
@@ -148,6 +149,9 @@ embedding-like features and a gold reward; fits; prints (a) rationality coeffici
         /// Worker threads (0 = all cores); results do not depend on it.
         #[arg(long, default_value_t = 0)]
         threads: usize,
+        /// Bootstrap refits of report (d), the calibrated intervals (10..=100000).
+        #[arg(long, default_value_t = DemoOptions::default().bootstrap_reps)]
+        bootstrap_reps: usize,
     },
 }
 
@@ -303,7 +307,12 @@ fn main() -> ExitCode {
             policy,
             common,
         } => run_select(&model, &candidates, policy, &common),
-        Command::Demo { seed, n, threads } => run_demo(seed, n, threads),
+        Command::Demo {
+            seed,
+            n,
+            threads,
+            bootstrap_reps,
+        } => run_demo(seed, n, threads, bootstrap_reps),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -624,11 +633,12 @@ fn run_select(
     Ok(())
 }
 
-fn run_demo(seed: u64, n: usize, threads: usize) -> Result<(), Failure> {
+fn run_demo(seed: u64, n: usize, threads: usize, bootstrap_reps: usize) -> Result<(), Failure> {
     let options = DemoOptions {
         seed,
         n,
         threads,
+        bootstrap_reps,
         ..DemoOptions::default()
     };
     let report = with_progress(|control| demo::run(&options, control))?;
