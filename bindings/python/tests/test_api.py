@@ -433,7 +433,7 @@ def test_calibrated_intervals():
         assert np.allclose(b["upper"] - b["reward"], b["reward"] - b["lower"])
         w.close()
         m.close()
-        with pytest.raises(hr.HetrewardError if hasattr(hr, "HetrewardError") else Exception):
+        with pytest.raises(hr.InvalidArgumentError, match="bootstrap_reps"):
             hr.Fitter(intervals="bootstrap", bootstrap_reps=5)
-        with pytest.raises(Exception):
+        with pytest.raises(ValueError):
             hr.Fitter(intervals="profile")
