@@ -166,6 +166,10 @@ unsafe fn params_over_defaults(p: *const hetreward_fit_params) -> Result<hetrewa
 
 /// The default fit params (values documented on each field), with `struct_size` set.
 /// Thread-safe; cannot fail.
+///
+/// The struct is returned by value at this library's size: a program built against an older
+/// header that calls this function must be rebuilt (its smaller struct would be overrun). A
+/// struct from an older header filled in by the caller is accepted by hetreward_fitter_new().
 #[no_mangle]
 pub extern "C" fn hetreward_fit_default_params() -> hetreward_fit_params {
     let o = FitOptions::default();
