@@ -242,12 +242,19 @@ impl Calibration {
             ));
         }
         if method == IntervalMethod::Wald {
+            // One representation only (the file format is canonical): no draws, no figures.
             if reps != 0
+                || seed != 0
+                || diverged != 0
+                || figures != [1.0; 3]
                 || !theta_draws.is_empty()
                 || !gamma_draws.is_empty()
                 || !gamma_bias.is_empty()
             {
-                return Err(Error::invalid("intervals", "wald carries no draws"));
+                return Err(Error::invalid(
+                    "intervals",
+                    "wald carries no draws, seed, diverged count or figures other than 1",
+                ));
             }
             return Ok(Calibration::wald(requested));
         }

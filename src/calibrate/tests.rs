@@ -291,6 +291,25 @@ fn stored_parts_are_checked() {
         0,
     );
     assert!(wald_with_draws.is_err());
+    // Wald has one representation (the model file is canonical): no seed, no figures.
+    let wald = |seed: u64, figures: [f64; 3]| {
+        Calibration::from_parts(
+            IntervalMethod::Wald,
+            IntervalMethod::Wald,
+            0,
+            seed,
+            0,
+            figures,
+            vec![],
+            vec![],
+            vec![],
+            2,
+            0,
+        )
+    };
+    assert!(wald(0, [1.0; 3]).is_ok());
+    assert!(wald(1, [1.0; 3]).is_err());
+    assert!(wald(0, [1.0, 2.0, 1.0]).is_err());
     let auto_unresolved = Calibration::from_parts(
         IntervalMethod::Auto,
         IntervalMethod::Auto,
