@@ -610,8 +610,8 @@ static void fitter_cases(void) {
     reset_outputs();
     CASE("out_fitter", "NULL", HETREWARD_NULL_POINTER, "`out_fitter`",
          hetreward_fitter_new(NULL, NULL));
-    PARAMS_CASE("params.struct_size", "sizeof - 8 (an older or newer caller)",
-                HETREWARD_INVALID_ARGUMENT, "`params.struct_size`", p.struct_size -= 8);
+    PARAMS_CASE("params.struct_size", "sizeof - 4 (no version's size)",
+                HETREWARD_INVALID_ARGUMENT, "`params.struct_size`", p.struct_size -= 4);
     PARAMS_CASE("params.struct_size", "0", HETREWARD_INVALID_ARGUMENT, "`params.struct_size`",
                 p.struct_size = 0);
     PARAMS_CASE("params.solver", "7 (unknown)", HETREWARD_INVALID_ARGUMENT, "`params.solver`",
@@ -1017,10 +1017,10 @@ static void model_file_cases(void) {
     CASE("file", "one bit flipped in the payload", HETREWARD_BAD_FORMAT, "checksum mismatch",
          hetreward_model_load("bad_input_flip.hrm", &out_model));
     memcpy(damaged, buf, len);
-    damaged[8] = 2;
+    damaged[8] = 3;
     write_bytes("bad_input_flip.hrm", damaged, len);
-    CASE("file", "format version 2 (a newer hetreward)", HETREWARD_BAD_FORMAT,
-         "version 2 is not supported" SEP "newer",
+    CASE("file", "format version 3 (a newer hetreward)", HETREWARD_BAD_FORMAT,
+         "version 3 is not supported" SEP "newer",
          hetreward_model_load("bad_input_flip.hrm", &out_model));
     CASE("path", "valid", HETREWARD_OK, "", hetreward_model_load(path, &out_model));
     hetreward_model_free(out_model);

@@ -23,8 +23,9 @@ def put(target, name, data):
         f.write(data)
 
 
-def model_file(d1, d2, covariance=0, solver=0, converged=1):
-    """A valid model: theta, gamma, a diagonal Cholesky factor, a diagonal gamma covariance."""
+def model_file(d1, d2, covariance=0, solver=0, converged=1, version=1, draws=0):
+    """A valid model: theta, gamma, a diagonal Cholesky factor, a diagonal gamma covariance;
+    version 2 adds the interval section: Wald (draws = 0) or a bootstrap with `draws` refits."""
     p = struct.pack("<QII", 400, d1, d2)
     p += bytes([covariance, solver, 0 if converged else 1, converged])
     p += struct.pack("<QQQ", 7, 21, 3)
@@ -37,7 +38,13 @@ def model_file(d1, d2, covariance=0, solver=0, converged=1):
     for i in range(d2):
         for j in range(d2):
             p += struct.pack("<d", 0.02 if i == j else 0.001)
-    header = b"HETRWRD\0" + struct.pack("<IQ", 1, len(p))
+    if version >= 2:
+        method = 1 if draws else 0
+        p += bytes([method, method]) + struct.pack("<QQQddd", draws, 5 if draws else 0, 0, 1.0, 1.0, 1.0)
+        if draws:
+            p += struct.pack(f"<{d2}d", *([0.0] * d2))
+            p += struct.pack(f"<{draws * (d1 + d2)}f", *[0.01 * (b + 1) for b in range(draws * (d1 + d2))])
+    header = b"HETRWRD\0" + struct.pack("<IQ", version, len(p))
     return header + p + struct.pack("<I", zlib.crc32(p) & 0xFFFFFFFF)
 
 
@@ -59,6 +66,8 @@ def main():
     put("model_file", "d1_3_d2_2.hrm", model_file(3, 2))
     put("model_file", "d1_1_d2_0_agd.hrm", model_file(1, 0, covariance=2, solver=1, converged=0))
     put("model_file", "d1_4_d2_1_cluster.hrm", model_file(4, 1, covariance=3))
+    put("model_file", "v2_d1_3_d2_2_wald.hrm", model_file(3, 2, version=2))
+    put("model_file", "v2_d1_2_d2_1_bootstrap.hrm", model_file(2, 1, version=2, draws=3))
 
     # csv: selector byte, then the text
     n = 8

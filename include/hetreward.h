@@ -201,6 +201,11 @@ typedef int (*hetreward_progress_callback)(const struct hetreward_progress *prog
                                            void *user_data);
 
 /**
+ * How a model's confidence intervals are computed: one of the HETREWARD_INTERVALS_* values.
+ */
+typedef uint32_t hetreward_intervals;
+
+/**
  * Options of a fit. Get the defaults from hetreward_fit_default_params(), change the fields
  * you care about, pass a pointer to hetreward_fitter_new(). Fields may be appended in later
  * versions (never reordered); `struct_size` tells the library which version the caller has.
@@ -286,7 +291,82 @@ typedef struct hetreward_fit_params {
      * Passed unchanged to `progress`; the caller keeps it valid while the fitter may fit.
      */
     void *progress_user_data;
+    /**
+     * How the model's confidence intervals are computed (HETREWARD_INTERVALS_*; appended
+     * in format version 2 of this struct). Default HETREWARD_INTERVALS_WALD, the paper's.
+     * The bootstrap methods refit B resamples after the fit (seeded by `seed`; the result
+     * does not depend on `threads`). See hetreward_model_intervals().
+     */
+    hetreward_intervals intervals;
+    /**
+     * Bootstrap refits B; 0 = the method's default (400 for bootstrap, 100 for resized),
+     * else 10..=100000. Ignored by HETREWARD_INTERVALS_WALD.
+     */
+    uint32_t bootstrap_reps;
 } hetreward_fit_params;
+
+/**
+ * A model's interval method, its figures and the fit's interval diagnostics, filled by
+ * hetreward_model_intervals().
+ */
+typedef struct hetreward_interval_info {
+    /**
+     * The method the model's intervals use (HETREWARD_INTERVALS_WALD, _BOOTSTRAP or
+     * _RESIZED; never _AUTO).
+     */
+    hetreward_intervals method;
+    /**
+     * The method asked for at fit time (HETREWARD_INTERVALS_AUTO when auto picked `method`).
+     */
+    hetreward_intervals requested;
+    /**
+     * Bootstrap refits B (0 for Wald).
+     */
+    size_t reps;
+    /**
+     * Refits that did not converge (kept at their last iterate).
+     */
+    size_t diverged;
+    /**
+     * Seed of the bootstrap's label draws.
+     */
+    uint64_t seed;
+    /**
+     * Shrink s of the resized bootstrap (1 otherwise).
+     */
+    double shrink;
+    /**
+     * Inflation estimate alpha_hat of the resized bootstrap (1 otherwise).
+     */
+    double alpha_hat;
+    /**
+     * Mean ratio of the bootstrap SD (over alpha_hat) to the Wald SE over training rows:
+     * reward / alpha_hat +- q c_hat se_wald serves at Wald's cost (1 for Wald).
+     */
+    double c_hat;
+    /**
+     * d1 / n.
+     */
+    double d1_over_n;
+    /**
+     * Whether the fit reached a finite optimum (false: the likelihood runs off to
+     * |gamma| -> infinity, the data are separated, or the solver stopped early).
+     */
+    bool mle_finite;
+    /**
+     * max_k |gamma_hat_k| (0 when d2 = 0).
+     */
+    double max_abs_gamma;
+    /**
+     * Share of bootstrap refits that did not converge (0 for Wald).
+     */
+    double diverged_share;
+    /**
+     * Whether there is a warning (hetreward_model_interval_warning()), e.g. Wald intervals
+     * where Wald is known to under-cover.
+     */
+    bool has_warning;
+} hetreward_interval_info;
 
 /**
  * Why the solver stopped: one of the HETREWARD_TERMINATION_* values.
@@ -472,6 +552,28 @@ typedef struct hetreward_candidate {
  * Sandwich with scores summed per cluster (annotator); the dataset needs cluster ids.
  */
 #define HETREWARD_COVARIANCE_CLUSTER 3
+
+/**
+ * The paper's Wald intervals from the information matrix (the default).
+ */
+#define HETREWARD_INTERVALS_WALD 0
+
+/**
+ * Parametric bootstrap, percentile intervals (small samples; B default 400).
+ */
+#define HETREWARD_INTERVALS_BOOTSTRAP 1
+
+/**
+ * Adaptively resized parametric bootstrap (high dimension, d1/n of a few percent; B default
+ * 100).
+ */
+#define HETREWARD_INTERVALS_RESIZED 2
+
+/**
+ * One of the three, picked at fit time from d1/n and n per parameter; the model says which
+ * (hetreward_model_intervals()).
+ */
+#define HETREWARD_INTERVALS_AUTO 3
 
 /**
  * The gradient norm met the tolerance.
@@ -671,6 +773,10 @@ void hetreward_dataset_free(struct hetreward_dataset *dataset);
 /**
  * The default fit params (values documented on each field), with `struct_size` set.
  * Thread-safe; cannot fail.
+ *
+ * The struct is returned by value at this library's size: a program built against an older
+ * header that calls this function must be rebuilt (its smaller struct would be overrun). A
+ * struct from an older header filled in by the caller is accepted by hetreward_fitter_new().
  */
 struct hetreward_fit_params hetreward_fit_default_params(void);
 
@@ -679,9 +785,12 @@ struct hetreward_fit_params hetreward_fit_default_params(void);
  * (theta0 / gamma0 included; the progress callback and its user_data are kept).
  *
  * On success `*out_fitter` receives a new fitter, to be freed with hetreward_fitter_free().
+ * `struct_size` may also be that of an older version of the struct (callers compiled against
+ * an older header): the fields it lacks take their defaults.
  * Returns HETREWARD_NULL_POINTER (out_fitter, or theta0 with theta0_len > 0 under explicit
  * init), HETREWARD_INVALID_ARGUMENT (wrong struct_size, unknown enum value, eta1/eta2 not
- * positive and finite, tol negative or not finite), HETREWARD_NON_FINITE (theta0/gamma0).
+ * positive and finite, tol negative or not finite, bootstrap_reps outside 10..=100000),
+ * HETREWARD_NON_FINITE (theta0/gamma0).
  * Thread-safe.
  */
 hetreward_status hetreward_fitter_new(const struct hetreward_fit_params *params,
@@ -722,6 +831,33 @@ void hetreward_fitter_cancel(const struct hetreward_fitter *fitter);
  * Frees a fitter. NULL is a no-op. No fit may be running on it.
  */
 void hetreward_fitter_free(struct hetreward_fitter *fitter);
+
+/**
+ * Fills `*out_info` with the model's interval method, its figures and the fit's interval
+ * diagnostics. Returns HETREWARD_NULL_POINTER. Thread-safe.
+ */
+hetreward_status hetreward_model_intervals(const struct hetreward_model *model,
+                                           struct hetreward_interval_info *out_info);
+
+/**
+ * Copies the model's interval warning (plain words; empty when there is none) into `buf` as
+ * a NUL-terminated string, truncated to `buf_len - 1` bytes, and writes its full length
+ * (without the NUL) to `*out_len`: call with `buf_len = 0` (`buf` may then be NULL) to learn
+ * the size. Returns HETREWARD_NULL_POINTER (out_len, or buf with buf_len > 0). Thread-safe.
+ */
+hetreward_status hetreward_model_interval_warning(const struct hetreward_model *model,
+                                                  char *buf,
+                                                  size_t buf_len,
+                                                  size_t *out_len);
+
+/**
+ * Creates a copy of `model` whose intervals are the paper's Wald intervals, whatever method
+ * the model carries: how the paper's figures stay reachable (score, compare, select and
+ * rationality with the copy give them). On success `*out_model` receives a new model, to be
+ * freed with hetreward_model_free(). Returns HETREWARD_NULL_POINTER. Thread-safe.
+ */
+hetreward_status hetreward_model_wald(const struct hetreward_model *model,
+                                      struct hetreward_model **out_model);
 
 /**
  * Training sample size n of a model; 0 if `model` is NULL. Thread-safe.

@@ -87,10 +87,12 @@ pub struct Dataset {
     n: usize,
     d1: usize,
     d2: usize,
-    z: Features,
+    /// Shared (not copied) by [`Dataset::with_labels`]: bootstrap refits relabel the same
+    /// covariates hundreds of times.
+    z: std::sync::Arc<Features>,
     wide: WideCopy,
-    psi0: Vec<f64>,
-    psi: Vec<f64>,
+    psi0: std::sync::Arc<Vec<f64>>,
+    psi: std::sync::Arc<Vec<f64>>,
     y: Vec<f64>,
     cluster: Option<Vec<i64>>,
 }
@@ -196,10 +198,10 @@ impl Dataset {
             n,
             d1,
             d2,
-            z,
+            z: std::sync::Arc::new(z),
             wide: WideCopy::default(),
-            psi0,
-            psi,
+            psi0: std::sync::Arc::new(psi0),
+            psi: std::sync::Arc::new(psi),
             y,
             cluster,
         })
@@ -252,14 +254,14 @@ impl Dataset {
     /// z in its storage precision, row-major `n * d1` (no copy).
     #[inline]
     pub fn features(&self) -> FeatureMatrix<'_> {
-        match &self.z {
+        match &*self.z {
             Features::F64(v) => FeatureMatrix::F64(v),
             Features::F32(v) => FeatureMatrix::F32(v),
         }
     }
     /// True when z is stored in single precision ([`Dataset::new_f32`]).
     pub fn is_f32(&self) -> bool {
-        matches!(self.z, Features::F32(_))
+        matches!(*self.z, Features::F32(_))
     }
     /// Row `i` of psi (length `d2`).
     #[inline]
@@ -270,7 +272,7 @@ impl Dataset {
     /// first call makes an `f64` copy, kept for later calls (`8 n d1` more bytes); use
     /// [`Dataset::features`] to read z in its storage precision without it.
     pub fn z(&self) -> &[f64] {
-        match &self.z {
+        match &*self.z {
             Features::F64(v) => v,
             Features::F32(v) => self
                 .wide
@@ -293,6 +295,27 @@ impl Dataset {
     /// Cluster ids, if given.
     pub fn cluster(&self) -> Option<&[i64]> {
         self.cluster.as_deref()
+    }
+
+    /// The same covariates (shared, not copied: `O(n)` memory for the labels only) with new
+    /// labels `y` — a parametric bootstrap sample. Labels are not re-validated: the caller
+    /// draws them as 0.0 / 1.0.
+    ///
+    /// Panics if `y.len() != n` (a caller bug).
+    pub fn with_labels(&self, y: Vec<f64>) -> Dataset {
+        assert_eq!(y.len(), self.n, "with_labels: one label per sample");
+        debug_assert!(y.iter().all(|&v| v == 0.0 || v == 1.0));
+        Dataset {
+            n: self.n,
+            d1: self.d1,
+            d2: self.d2,
+            z: self.z.clone(),
+            wide: WideCopy::default(),
+            psi0: self.psi0.clone(),
+            psi: self.psi.clone(),
+            y,
+            cluster: self.cluster.clone(),
+        }
     }
 }
 

@@ -30,6 +30,7 @@
 //!
 //! Everything is deterministic for a seed (ChaCha8 streams; parallel loops reduce in order).
 
+use crate::calibrate::{self, IntervalMethod, IntervalOptions};
 use crate::data::Dataset;
 use crate::error::{check_alpha, Error, Result};
 use crate::fit::{FitControl, FitOptions};
@@ -186,6 +187,10 @@ pub struct DemoOptions {
     pub beta_kl: f64,
     /// Weight of the length penalty `beta / |a|` (|a| in tokens, ~150 on average). Default 20.
     pub beta_length: f64,
+    /// Bootstrap refits of report (d), the calibrated intervals picked by `auto` beside the
+    /// paper's (10..=100000). Default 100 (the CLI's `fit` uses 400 for the plain bootstrap;
+    /// 100 keeps the demo quick).
+    pub bootstrap_reps: usize,
     /// Worker threads; 0 = all cores. Results do not depend on it.
     pub threads: usize,
 }
@@ -205,6 +210,7 @@ impl Default for DemoOptions {
             beta_wd: 0.2,
             beta_kl: 0.3,
             beta_length: 20.0,
+            bootstrap_reps: 100,
             threads: 0,
         }
     }
@@ -311,6 +317,12 @@ impl DemoOptions {
             ));
         }
         check_alpha(self.alpha)?;
+        IntervalOptions {
+            method: IntervalMethod::Auto,
+            reps: Some(self.bootstrap_reps),
+            seed: self.seed,
+        }
+        .check()?;
         for (name, v) in [
             ("drift", self.drift),
             ("beta_wd", self.beta_wd),
@@ -439,6 +451,24 @@ pub struct DemoTimings {
     pub fit: f64,
     /// Reports (a)-(c), including their simulations.
     pub reports: f64,
+    /// Report (d): the bootstrap refits of the calibrated intervals.
+    pub calibrate: f64,
+}
+
+/// Report (d): calibrated intervals (the method `auto` picks for this fit) beside the paper's
+/// Wald intervals, for the rationality coefficients and a few simulated answers' rewards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalibratedReport {
+    /// The method auto picked.
+    pub method: IntervalMethod,
+    /// Bootstrap refits (0 for Wald).
+    pub reps: usize,
+    /// The resized bootstrap's inflation estimate (1 otherwise).
+    pub alpha_hat: f64,
+    /// The fit's warning about Wald intervals, if any.
+    pub wald_warning: Option<String>,
+    /// `(what, truth, Wald interval, calibrated interval)`.
+    pub rows: Vec<(String, f64, RewardInterval, RewardInterval)>,
 }
 
 /// Everything the demo computed.
@@ -456,6 +486,8 @@ pub struct DemoReport {
     pub llm: LlmComparison,
     /// Report (c).
     pub bon: BonStudy,
+    /// Report (d).
+    pub calibrated: CalibratedReport,
     /// Stage timings.
     pub timings: DemoTimings,
 }
@@ -659,6 +691,10 @@ pub fn run(options: &DemoOptions, control: &FitControl) -> Result<DemoReport> {
     let bon = bon_study(&world, &model, options, &mut rng)?;
     let reports = t2.elapsed().as_secs_f64();
 
+    let t3 = Instant::now();
+    let calibrated = calibrated_report(&world, &data, &model, options, control)?;
+    let calibrate = t3.elapsed().as_secs_f64();
+
     Ok(DemoReport {
         options: options.clone(),
         model,
@@ -666,11 +702,68 @@ pub fn run(options: &DemoOptions, control: &FitControl) -> Result<DemoReport> {
         rationality,
         llm,
         bon,
+        calibrated,
         timings: DemoTimings {
             simulate,
             fit,
             reports,
+            calibrate,
         },
+    })
+}
+
+/// Report (d): refits the model's bootstrap (the method `auto` picks) and sets its intervals
+/// beside the paper's for every rationality coefficient and three simulated answers.
+fn calibrated_report(
+    world: &World,
+    data: &Dataset,
+    model: &RewardModel,
+    options: &DemoOptions,
+    control: &FitControl,
+) -> Result<CalibratedReport> {
+    let intervals = IntervalOptions {
+        method: IntervalMethod::Auto,
+        reps: Some(options.bootstrap_reps),
+        seed: options.seed,
+    };
+    let wald_warning = model.diagnostics().warning;
+    let calibrated = crate::parallel::run_in_pool(options.threads, || {
+        let cal = calibrate::calibrate(data, model, &intervals, 1e-8, control.cancel)?;
+        model.clone().with_calibration(cal)
+    })??;
+    let alpha = options.alpha;
+    let mut rows = Vec::new();
+    let mut k = 0;
+    for var in DEMOGRAPHICS {
+        for l in &var.levels[1..] {
+            rows.push((
+                format!("gamma {}={}", var.name, l.label),
+                l.gamma,
+                model.gamma_interval(k, alpha),
+                calibrated.gamma_interval(k, alpha),
+            ));
+            k += 1;
+        }
+    }
+    // Three answers from a stream of their own (the other reports' draws are unchanged).
+    let mut rng = crate::sim::rng(options.seed ^ 0xD0D0);
+    for i in 0..3 {
+        let prompt = world.prompt(&mut rng);
+        let a = world.answer(&prompt, options.drift, &mut rng);
+        rows.push((
+            format!("reward of answer {}", i + 1),
+            world.gold(&a.phi),
+            model.score(&a.phi, alpha)?,
+            calibrated.score(&a.phi, alpha)?,
+        ));
+    }
+    let c = calibrated.calibration();
+    Ok(CalibratedReport {
+        method: c.method(),
+        reps: c.reps(),
+        alpha_hat: c.alpha_hat(),
+        wald_warning,
+        rows,
     })
 }
 
@@ -1126,10 +1219,46 @@ impl fmt::Display for DemoReport {
         }
         writeln!(f, "    * the better of each pBoN / BoN pair.")?;
         writeln!(f)?;
+        let c = &self.calibrated;
+        writeln!(
+            f,
+            "(d) Calibrated {level:.0}% intervals beside the paper's (Wald): `auto` picked {}{} for \
+             d1/n = {:.3}, {:.0} comparisons per parameter.",
+            c.method.name(),
+            match c.method {
+                IntervalMethod::Wald => String::new(),
+                IntervalMethod::Resized => {
+                    format!(" (B = {}, inflation alpha_hat = {:.3})", c.reps, c.alpha_hat)
+                }
+                _ => format!(" (B = {}, percentile)", c.reps),
+            },
+            m.d1() as f64 / m.n() as f64,
+            m.n() as f64 / (m.d1() + m.d2()) as f64,
+        )?;
+        if let Some(w) = &c.wald_warning {
+            writeln!(f, "    Wald: {w}.")?;
+        }
+        writeln!(
+            f,
+            "    {:<34} {:>8} | {:>8} {:>20} | {:>8} {:>20}",
+            "quantity", "truth", "Wald", "interval", "calib.", "interval"
+        )?;
+        for (what, truth, w, k) in &c.rows {
+            writeln!(
+                f,
+                "    {what:<34} {truth:>8.3} | {:>8.3} [{:>8.3}, {:>8.3}] | {:>8.3} [{:>8.3}, {:>8.3}]",
+                w.reward, w.lower, w.upper, k.reward, k.lower, k.upper
+            )?;
+        }
+        writeln!(
+            f,
+            "    `hetreward fit --intervals auto` stores the calibrated method in the model."
+        )?;
+        writeln!(f)?;
         write!(
             f,
-            "Time: simulate {:.2} s, fit {:.2} s, reports {:.2} s.",
-            self.timings.simulate, self.timings.fit, self.timings.reports
+            "Time: simulate {:.2} s, fit {:.2} s, reports {:.2} s, calibrated intervals {:.2} s.",
+            self.timings.simulate, self.timings.fit, self.timings.reports, self.timings.calibrate
         )
     }
 }

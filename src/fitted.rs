@@ -10,6 +10,9 @@
 //!
 //! `RewardModel` is `Send + Sync`: any number of threads may score with one model at once.
 
+use crate::calibrate::{
+    self, Calibration, IntervalDiagnostics, IntervalMethod, IntervalOptions, Target,
+};
 use crate::data::Dataset;
 use crate::error::{check_alpha, check_finite, Error, Result};
 use crate::fit::{fit, FitControl, FitOptions, FitReport};
@@ -19,16 +22,20 @@ use crate::model::{dot, Params};
 use crate::stats::critical_value;
 use nalgebra::DMatrix;
 
-/// A point reward with its standard error and `(1 - alpha)` confidence interval.
+/// A point reward with its standard error and `(1 - alpha)` confidence interval, under the
+/// model's interval method ([`RewardModel::calibration`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RewardInterval {
-    /// `r_hat = theta_hat . phi`.
+    /// The estimate: `r_hat = theta_hat . phi` (Wald, bootstrap); `r_hat / alpha_hat`, the
+    /// de-inflated reward (resized bootstrap).
     pub reward: f64,
-    /// `se(phi) = sqrt(phi^T S_theta^2 phi / n)`.
+    /// Wald: `se(phi) = sqrt(phi^T S_theta^2 phi / n)`; bootstrap methods: the SD of the
+    /// refits' rewards (on the reported scale).
     pub se: f64,
-    /// `r_hat - q_{1-alpha/2} se` (also the pessimistic reward of pBoN).
+    /// Lower end: `reward - q_{1-alpha/2} se` (Wald, resized), the `alpha/2` quantile of the
+    /// refits' rewards (bootstrap). Also the pessimistic reward of pBoN.
     pub lower: f64,
-    /// `r_hat + q_{1-alpha/2} se`.
+    /// Upper end, likewise.
     pub upper: f64,
 }
 
@@ -53,6 +60,8 @@ pub struct RewardModel {
     packed: PackedLower,
     /// `L` as a dense matrix, made on the first call of [`RewardModel::theta_cov_factor`].
     dense: DenseFactor,
+    /// The interval method and its bootstrap draws (shared by clones).
+    calibration: std::sync::Arc<Calibration>,
 }
 
 /// The dense `L`, materialised on demand. Ignored by `==` (it is a function of the packed
@@ -89,9 +98,31 @@ impl RewardModel {
         kind: CovarianceKind,
         control: &FitControl,
     ) -> Result<Self> {
+        Self::estimate_with(data, options, kind, &IntervalOptions::default(), control)
+    }
+
+    /// [`RewardModel::estimate`] with the interval method of `intervals`: after the fit and
+    /// the covariance, the bootstrap methods refit `B` resamples on the same pool
+    /// ([`calibrate::calibrate`]). Deterministic for `options` and `intervals.seed` whatever
+    /// `options.threads` is.
+    ///
+    /// Errors: those of [`RewardModel::estimate`] and of [`calibrate::calibrate`].
+    pub fn estimate_with(
+        data: &Dataset,
+        options: &FitOptions,
+        kind: CovarianceKind,
+        intervals: &IntervalOptions,
+        control: &FitControl,
+    ) -> Result<Self> {
+        intervals.check()?;
         let fitted = fit(data, options, control)?;
         crate::parallel::run_in_pool(options.threads, || {
-            Self::from_estimate(data, fitted.params, fitted.report, kind)
+            let model = Self::from_estimate(data, fitted.params, fitted.report, kind)?;
+            if intervals.method == IntervalMethod::Wald {
+                return Ok(model);
+            }
+            let cal = calibrate::calibrate(data, &model, intervals, options.tol, control.cancel)?;
+            model.with_calibration(cal)
         })?
     }
 
@@ -190,7 +221,48 @@ impl RewardModel {
             gamma_se,
             packed,
             dense: DenseFactor::default(),
+            calibration: std::sync::Arc::new(Calibration::wald(IntervalMethod::Wald)),
         })
+    }
+
+    /// The model with `calibration` as its interval method.
+    ///
+    /// Errors: [`Error::DimensionMismatch`] when the draws do not have the model's d1 / d2.
+    pub fn with_calibration(mut self, calibration: Calibration) -> Result<Self> {
+        let b = calibration.reps();
+        if calibration.theta_draws().len() != b * self.d1()
+            || calibration.gamma_draws().len() != b * self.d2()
+            || (calibration.uses_draws() && calibration.gamma_bias().len() != self.d2())
+        {
+            return Err(Error::dims(
+                "calibration",
+                format!("draws of d1 = {}, d2 = {}", self.d1(), self.d2()),
+                "other dimensions",
+            ));
+        }
+        self.calibration = std::sync::Arc::new(calibration);
+        Ok(self)
+    }
+
+    /// The interval method every consumer of this model uses (scores, comparisons, pBoN,
+    /// rationality, coefficient intervals), with its bootstrap draws and figures.
+    pub fn calibration(&self) -> &Calibration {
+        &self.calibration
+    }
+
+    /// The same model with the paper's Wald intervals: how the published figures stay
+    /// reachable on a model fitted with a bootstrap method (shares everything but the draws).
+    pub fn wald(&self) -> RewardModel {
+        RewardModel {
+            calibration: std::sync::Arc::new(Calibration::wald(IntervalMethod::Wald)),
+            ..self.clone()
+        }
+    }
+
+    /// The fit's interval diagnostics (d1/n, finite MLE, max |gamma_hat|, diverged refits,
+    /// a warning when Wald is known to under-cover here).
+    pub fn diagnostics(&self) -> IntervalDiagnostics {
+        calibrate::diagnostics(self.n, &self.params, &self.report, &self.calibration)
     }
 
     /// Reward dimension d1.
@@ -301,9 +373,42 @@ impl RewardModel {
         }
     }
 
-    /// Reward intervals of `m` row-major feature vectors with a precomputed critical value
-    /// `q` (unchecked input; see [`RewardModel::reward_se_batch`] for threading).
-    pub fn intervals(&self, phis: &[f64], q: f64) -> Vec<RewardInterval> {
+    /// Reward intervals of `m` row-major feature vectors under the model's interval method
+    /// (unchecked input; `alpha` in (0, 1)). Wald: see [`RewardModel::reward_se_batch`] for
+    /// threading; bootstrap methods: `O(B d1)` per row, spread over the current rayon pool
+    /// above 64 rows.
+    pub fn reward_intervals(&self, phis: &[f64], alpha: f64) -> Vec<RewardInterval> {
+        use rayon::prelude::*;
+        if !self.calibration.uses_draws() {
+            return self.wald_intervals(phis, critical_value(alpha));
+        }
+        let d1 = self.d1();
+        if phis.len() > 64 * d1 && rayon::current_thread_index().is_some() {
+            phis.par_chunks_exact(d1)
+                .map(|phi| self.reward_interval(phi, alpha))
+                .collect()
+        } else {
+            phis.chunks_exact(d1)
+                .map(|phi| self.reward_interval(phi, alpha))
+                .collect()
+        }
+    }
+
+    /// Reward interval of one feature vector under the model's interval method (unchecked
+    /// input; `alpha` in (0, 1)).
+    pub fn reward_interval(&self, phi: &[f64], alpha: f64) -> RewardInterval {
+        if !self.calibration.uses_draws() {
+            return self.wald_interval(phi, critical_value(alpha));
+        }
+        let mut v = self.calibration.theta_projections(phi);
+        self.calibration
+            .functional(self.reward(phi), &mut v, alpha, Target::Theta)
+    }
+
+    /// The paper's Wald reward intervals of `m` row-major feature vectors with a precomputed
+    /// critical value `q`, whatever the model's method (unchecked input; see
+    /// [`RewardModel::reward_se_batch`] for threading).
+    pub fn wald_intervals(&self, phis: &[f64], q: f64) -> Vec<RewardInterval> {
         let d1 = self.d1();
         let ses = self.reward_se_batch(phis);
         phis.chunks_exact(d1)
@@ -324,7 +429,7 @@ impl RewardModel {
     pub fn score(&self, phi: &[f64], alpha: f64) -> Result<RewardInterval> {
         check_alpha(alpha)?;
         self.check_features("phi", phi)?;
-        let r = self.interval(phi, critical_value(alpha));
+        let r = self.reward_interval(phi, alpha);
         check_no_overflow("phi", 0, &[r.reward, r.se, r.lower, r.upper])?;
         Ok(r)
     }
@@ -338,8 +443,7 @@ impl RewardModel {
     ) -> Result<Vec<RewardInterval>> {
         check_alpha(alpha)?;
         let rows = self.rows_f64("phi", phis)?;
-        let q = critical_value(alpha);
-        self.intervals(&rows, q)
+        self.reward_intervals(&rows, alpha)
             .into_iter()
             .enumerate()
             .map(|(i, r)| {
@@ -365,8 +469,9 @@ impl RewardModel {
         Ok(rows)
     }
 
-    /// Reward interval with a precomputed critical value `q` (unchecked input).
-    pub fn interval(&self, phi: &[f64], q: f64) -> RewardInterval {
+    /// The paper's Wald reward interval with a precomputed critical value `q`, whatever the
+    /// model's method (unchecked input).
+    pub fn wald_interval(&self, phi: &[f64], q: f64) -> RewardInterval {
         let reward = self.reward(phi);
         let se = self.reward_se(phi);
         RewardInterval {
@@ -378,8 +483,66 @@ impl RewardModel {
     }
 
     /// Rationality `sigma_hat(x) = psi0 + gamma_hat . psi` of an annotator profile and its SE
-    /// `sqrt(psi^T Cov(gamma_hat) psi)` (psi0 is known, so it carries no variance).
+    /// under the model's interval method: Wald `sqrt(psi^T Cov(gamma_hat) psi)` (psi0 is
+    /// known, so it carries no variance); the bootstrap's SD of the refits' rationalities
+    /// (resized: the estimate is bias-corrected, `psi0 + (gamma_hat - bias) . psi`).
     pub fn rationality(&self, psi0: f64, psi: &[f64]) -> Result<(f64, f64)> {
+        let r = self.rationality_interval(psi0, psi, 0.05)?;
+        Ok((r.reward, r.se))
+    }
+
+    /// [`RewardModel::rationality`] with its `(1 - alpha)` interval (in a [`RewardInterval`]:
+    /// `reward` holds sigma).
+    pub fn rationality_interval(
+        &self,
+        psi0: f64,
+        psi: &[f64],
+        alpha: f64,
+    ) -> Result<RewardInterval> {
+        check_alpha(alpha)?;
+        let (sigma, se) = self.wald_rationality(psi0, psi)?;
+        let cal = &self.calibration;
+        if !cal.uses_draws() {
+            let q = critical_value(alpha);
+            return Ok(RewardInterval {
+                reward: sigma,
+                se,
+                lower: sigma - q * se,
+                upper: sigma + q * se,
+            });
+        }
+        let mut v = cal.gamma_projections(psi0, psi);
+        let bias = dot(cal.gamma_bias(), psi);
+        Ok(cal.functional(sigma, &mut v, alpha, Target::Gamma { bias }))
+    }
+
+    /// `(1 - alpha)` interval of `theta_j` under the model's interval method (`j < d1`).
+    pub fn theta_interval(&self, j: usize, alpha: f64) -> RewardInterval {
+        let mut e = vec![0.0; self.d1()];
+        e[j] = 1.0;
+        if !self.calibration.uses_draws() {
+            let q = critical_value(alpha);
+            let (v, s) = (self.params.theta[j], self.theta_se[j]);
+            return RewardInterval {
+                reward: v,
+                se: s,
+                lower: v - q * s,
+                upper: v + q * s,
+            };
+        }
+        self.reward_interval(&e, alpha)
+    }
+
+    /// `(1 - alpha)` interval of `gamma_k` under the model's interval method (`k < d2`).
+    pub fn gamma_interval(&self, k: usize, alpha: f64) -> RewardInterval {
+        let mut e = vec![0.0; self.d2()];
+        e[k] = 1.0;
+        self.rationality_interval(0.0, &e, alpha)
+            .expect("a unit vector of length d2 and a valid alpha")
+    }
+
+    /// The paper's Wald rationality and SE, whatever the model's method (checked input).
+    pub fn wald_rationality(&self, psi0: f64, psi: &[f64]) -> Result<(f64, f64)> {
         if psi.len() != self.d2() {
             return Err(Error::dims(
                 "psi",

@@ -19,6 +19,7 @@
 //! | [`likelihood`] | passes over the data: NLL, gradient, information, Hessian, scores |
 //! | [`fit`] | solvers (`newton` default, `agd` = the paper's Algorithm 1) and their driver |
 //! | [`inference`] | covariance kinds: expected, observed, robust, cluster |
+//! | [`calibrate`] | interval methods: Wald, parametric bootstrap, resized bootstrap, auto |
 //! | [`fitted`] | the immutable [`RewardModel`]: reward SEs and CIs, rationality |
 //! | [`select`] | reward differences, win rates, BoN / pBoN |
 //! | [`io`] | training/scoring files (CSV, safetensors) and the model file |
@@ -41,6 +42,7 @@
 
 #![warn(missing_docs)]
 
+pub mod calibrate;
 pub mod data;
 pub mod demo;
 pub mod error;

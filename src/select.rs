@@ -94,20 +94,40 @@ pub fn compare(
     check_alpha(alpha)?;
     model.check_features("phi0", phi0)?;
     model.check_features("phi1", phi1)?;
-    let c = compare_unchecked(model, phi0, phi1, critical_value(alpha), method);
+    let c = compare_unchecked(model, phi0, phi1, alpha, method);
     c.check_finite(0)?;
     Ok(c)
 }
 
-/// [`compare`] with a precomputed critical value and no input checks.
+/// [`compare`] without input checks (`alpha` in (0, 1)).
+///
+/// Under the model's interval method: Wald uses `method`'s variance; the bootstrap methods
+/// take the difference's interval from the same draws (`theta*_b . (phi0 - phi1)`), which is
+/// exact, so `method` does not apply (percentile interval and p-value for the bootstrap,
+/// `D_hat / alpha_hat +- q SD* / alpha_hat` for the resized bootstrap).
 pub fn compare_unchecked(
     model: &RewardModel,
     phi0: &[f64],
     phi1: &[f64],
-    q: f64,
+    alpha: f64,
     method: DiffMethod,
 ) -> Comparison {
     let diff = model.reward(phi0) - model.reward(phi1);
+    let cal = model.calibration();
+    if cal.uses_draws() {
+        let delta: Vec<f64> = phi0.iter().zip(phi1).map(|(a, b)| a - b).collect();
+        let mut v = cal.theta_projections(&delta);
+        let ci = cal.functional(diff, &mut v, alpha, crate::calibrate::Target::Theta);
+        return Comparison {
+            diff: ci.reward,
+            se: ci.se,
+            lower: ci.lower,
+            upper: ci.upper,
+            p_value: cal.p_value(&ci, &v),
+            verdict: verdict(ci.lower, ci.upper),
+        };
+    }
+    let q = critical_value(alpha);
     let se = match method {
         DiffMethod::Exact => {
             let delta: Vec<f64> = phi0.iter().zip(phi1).map(|(a, b)| a - b).collect();
@@ -117,13 +137,7 @@ pub fn compare_unchecked(
         DiffMethod::Bound => model.reward_se(phi0) + model.reward_se(phi1),
     };
     let (lower, upper) = (diff - q * se, diff + q * se);
-    let verdict = if lower > 0.0 {
-        Verdict::Win
-    } else if upper < 0.0 {
-        Verdict::Loss
-    } else {
-        Verdict::Tie
-    };
+    let verdict = verdict(lower, upper);
     let p_value = if se > 0.0 {
         two_sided_p_value(diff / se)
     } else if diff == 0.0 {
@@ -138,6 +152,17 @@ pub fn compare_unchecked(
         upper,
         p_value,
         verdict,
+    }
+}
+
+/// Win when the interval lies above 0, loss below, tie otherwise.
+fn verdict(lower: f64, upper: f64) -> Verdict {
+    if lower > 0.0 {
+        Verdict::Win
+    } else if upper < 0.0 {
+        Verdict::Loss
+    } else {
+        Verdict::Tie
     }
 }
 
@@ -246,9 +271,9 @@ pub fn select<T: Copy + Into<f64>>(
     alpha: f64,
     policy: Policy,
 ) -> Result<Selection> {
-    let (rows, q) = checked_candidates(model, phis, penalties, alpha)?;
+    let (rows, _) = checked_candidates(model, phis, penalties, alpha)?;
     let candidates: Vec<Candidate> = model
-        .intervals(&rows, q)
+        .reward_intervals(&rows, alpha)
         .into_iter()
         .enumerate()
         .map(|(k, interval)| candidate(interval, penalties.map_or(0.0, |p| p[k]), policy, k))
@@ -339,6 +364,16 @@ pub fn select_best<T: Copy + Into<f64>>(
 ) -> Result<Best> {
     const FIRST_BATCH: usize = 4;
     const MAX_BATCH: usize = 32;
+    if model.calibration().uses_draws() {
+        // A percentile lower bound may exceed the point reward, so reward - penalty is no
+        // bound of the score: every candidate is scored (O(B d1) each).
+        let all = select(model, phis, penalties, alpha, policy)?;
+        return Ok(Best {
+            index: all.index,
+            candidate: all.candidates[all.index],
+            se_computed: all.candidates.len(),
+        });
+    }
     let (rows, q) = checked_candidates(model, phis, penalties, alpha)?;
     let d1 = model.d1();
     let n_cand = rows.len() / d1;

@@ -121,3 +121,35 @@ pub fn one_hot_groups(n: usize, theta: &[f64], gamma: &[f64], seed: u64) -> Data
     }
     Dataset::new(d1, d2, z, vec![1.0; n], psi, y, None).expect("one-hot data needs n > d1 + d2")
 }
+
+/// The paper's LLM application shape scaled down (issue 11): `z ~ N(0, I_d1)`, a fixed true
+/// theta of norm 2 (so `sd(theta . z) = 2`, drawn once from seed 0 for every `d1`),
+/// `psi0 = 1`, centred covariates `psi ~ N(0, I_d2)` with rationality
+/// `sigma = 1 + gamma . psi`, `gamma = (0.3, -0.2, 0.15, 0.1, 0.3, -0.2, ...)`. Returns the
+/// data and the true parameters. At `n = 3400, d1 = 205, d2 = 4` (`d1 / n = 0.06`, as the
+/// paper's application) the MLE is inflated by ~11%.
+pub fn high_dimensional(n: usize, d1: usize, d2: usize, seed: u64) -> (Dataset, crate::Params) {
+    let mut truth_rng = rng(0);
+    let raw: Vec<f64> = (0..d1).map(|_| truth_rng.sample(StandardNormal)).collect();
+    let norm = raw.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let theta: Vec<f64> = raw.iter().map(|v| 2.0 * v / norm).collect();
+    let pattern = [0.3, -0.2, 0.15, 0.1];
+    let gamma: Vec<f64> = (0..d2).map(|k| pattern[k % 4]).collect();
+    let mut rng = rng(seed);
+    let z: Vec<f64> = (0..n * d1).map(|_| rng.sample(StandardNormal)).collect();
+    let psi: Vec<f64> = (0..n * d2).map(|_| rng.sample(StandardNormal)).collect();
+    let y = (0..n)
+        .map(|i| {
+            let sigma = 1.0 + dot(&gamma, &psi[i * d2..(i + 1) * d2]);
+            let prob = sigmoid(sigma * dot(&theta, &z[i * d1..(i + 1) * d1]));
+            if rng.random::<f64>() < prob {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let data = Dataset::new(d1, d2, z, vec![1.0; n], psi, y, None)
+        .expect("high-dimensional data needs n > d1 + d2");
+    (data, crate::Params { theta, gamma })
+}

@@ -622,14 +622,14 @@ fn cli_bad_input_matrix() {
         &["checksum mismatch"],
     );
     let mut future = model_bytes.clone();
-    future[8] = 2;
+    future[8] = 3;
     let future = w("future.hrm", &future);
     m.case(
         "MODEL",
-        "format version 2",
+        "format version 3",
         &["inspect", &future],
         2,
-        &["version 2 is not supported"],
+        &["version 3 is not supported"],
     );
     m.case(
         "MODEL",

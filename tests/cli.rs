@@ -426,10 +426,10 @@ fn inspect_rejects_damaged_model_files() {
         &["flip.hrm", "checksum"],
     );
     let mut future = bytes.clone();
-    future[8] = 2;
+    future[8] = 3;
     let fut = f.path("future.hrm");
     std::fs::write(&fut, &future).unwrap();
-    fails(&["inspect", s(&fut)], 2, &["future.hrm", "version 2"]);
+    fails(&["inspect", s(&fut)], 2, &["future.hrm", "version 3"]);
     fails(
         &["inspect", s(&f.path("train.csv"))],
         2,
@@ -1471,5 +1471,96 @@ fn huge_fit_counts_are_exit_2_naming_the_option() {
         assert_eq!(run.code, 2, "demo --threads {value}: {}", run.stderr);
         assert!(run.stderr.contains("`threads`"), "{}", run.stderr);
         assert!(run.extra_rss_mb < 64.0, "{} MB", run.extra_rss_mb);
+    }
+}
+
+/// Issue 11: `fit --intervals` stores the method (bootstrap draws seeded by --seed, the same
+/// for any thread count, as the library computes them); score follows it, `--wald` gives the
+/// paper's figures; bad B values are bad input.
+#[test]
+fn fit_with_calibrated_intervals() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = training();
+    let csv = dir.path().join("train.csv");
+    write_training_csv(&csv, &data);
+    let m1 = dir.path().join("boot1.hrm");
+    let m2 = dir.path().join("boot2.hrm");
+    let fit = |out: &Path, threads: &str| {
+        ok(&[
+            "fit",
+            s(&csv),
+            "--out",
+            s(out),
+            "--intervals",
+            "bootstrap",
+            "--bootstrap-reps",
+            "60",
+            "--seed",
+            "9",
+            "--threads",
+            threads,
+        ])
+    };
+    let table = fit(&m1, "1");
+    assert!(
+        table.contains("intervals: bootstrap") && table.contains("B = 60"),
+        "{table}"
+    );
+    assert!(table.contains("diagnostics: d1/n = 0.0075"), "{table}");
+    fit(&m2, "3");
+    let (a, b) = (
+        hetreward::io::model_file::load(&m1).unwrap(),
+        hetreward::io::model_file::load(&m2).unwrap(),
+    );
+    assert_eq!(a.calibration(), b.calibration());
+    let report = json(&ok(&["inspect", s(&m1), "--json"]));
+    assert_eq!(report["intervals"]["method"], "bootstrap");
+    assert_eq!(report["intervals"]["reps"], 60);
+    assert_eq!(report["diagnostics"]["mle_finite"], true);
+    // Score: the model's percentile intervals; --wald: the paper's.
+    let phi = dir.path().join("phi.csv");
+    std::fs::write(&phi, "phi1,phi2,phi3\n0.0625,0.125,0.125\n").unwrap();
+    let boot = json(&ok(&["score", s(&m1), s(&phi), "--json"]));
+    let wald = json(&ok(&["score", s(&m1), s(&phi), "--json", "--wald"]));
+    let want = a.score(&[0.0625, 0.125, 0.125], 0.05).unwrap();
+    assert_close(
+        boot["rows"][0]["lower"].as_f64().unwrap(),
+        want.lower,
+        "boot lower",
+    );
+    let want = a.wald().score(&[0.0625, 0.125, 0.125], 0.05).unwrap();
+    assert_close(
+        wald["rows"][0]["lower"].as_f64().unwrap(),
+        want.lower,
+        "wald lower",
+    );
+    // Auto on this small design picks the bootstrap and says so.
+    let auto = ok(&[
+        "fit",
+        s(&csv),
+        "--out",
+        s(&m2),
+        "--intervals",
+        "auto",
+        "--bootstrap-reps",
+        "20",
+    ]);
+    assert!(auto.contains("bootstrap (picked by auto)"), "{auto}");
+    // B outside [10, 100000] is bad input.
+    for bad in ["5", "100001"] {
+        fails(
+            &[
+                "fit",
+                s(&csv),
+                "--out",
+                s(&m2),
+                "--intervals",
+                "bootstrap",
+                "--bootstrap-reps",
+                bad,
+            ],
+            2,
+            &["bootstrap_reps"],
+        );
     }
 }

@@ -92,7 +92,7 @@ fn replicate(n: usize, design: ActionDesign, seed: u64) -> Option<[(f64, f64); N
     for (p, &(a, b)) in PAIRS.iter().enumerate() {
         let truth = dot(&PAPER_THETA, &phis[a]) - dot(&PAPER_THETA, &phis[b]);
         for (m, &method) in METHODS.iter().enumerate() {
-            let c = compare_unchecked(&model, &phis[a], &phis[b], 1.96, method);
+            let c = compare_unchecked(&model, &phis[a], &phis[b], 0.05, method);
             out[N_THETA + N_REWARD + p * METHODS.len() + m] = (c.diff - truth, c.se);
         }
     }

@@ -37,6 +37,10 @@ type FitParams struct {
 	// RequireConverged makes a fit that misses Tol fail with StatusNotConverged; otherwise
 	// such a fit returns a model whose Report says Converged = false.
 	RequireConverged bool
+	// Intervals is the model's interval method (IntervalsWald, the paper's, by default);
+	// BootstrapReps its refits B (0 = the method's default, else 10..100000).
+	Intervals     Intervals
+	BootstrapReps uint32
 	// Progress, if not nil, is called after every solver iteration, on one of the library's
 	// worker threads (never concurrently with itself for one fit). A non-nil error cancels the
 	// fit: Fit then returns an *Error with StatusCancelled that wraps it. A panic in Progress
@@ -68,6 +72,8 @@ func DefaultFitParams() FitParams {
 		Restarts:         uint32(c.restarts),
 		Threads:          uint32(c.threads),
 		RequireConverged: bool(c.require_converged),
+		Intervals:        Intervals(c.intervals),
+		BootstrapReps:    uint32(c.bootstrap_reps),
 	}
 }
 
@@ -140,6 +146,8 @@ func NewFitter(params FitParams) (*Fitter, error) {
 	c.restarts = C.uint32_t(params.Restarts)
 	c.threads = C.uint32_t(params.Threads)
 	c.require_converged = C.bool(params.RequireConverged)
+	c.intervals = C.hetreward_intervals(params.Intervals)
+	c.bootstrap_reps = C.uint32_t(params.BootstrapReps)
 	// theta0/gamma0 live in a struct passed to C, so they must be C memory (cgo forbids Go
 	// pointers inside Go memory handed to C); hetreward_fitter_new copies them.
 	if len(params.Theta0) > 0 {

@@ -770,3 +770,34 @@ func TestFinalizers(t *testing.T) {
 	runtime.GC()
 	runtime.GC()
 }
+
+func TestIntervalsAutoAndWaldCopy(t *testing.T) {
+	ds := mustDataset(t, makeData(300, 5))
+	p := hetreward.DefaultFitParams()
+	if p.Intervals != hetreward.IntervalsWald || p.BootstrapReps != 0 {
+		t.Fatalf("defaults: %v %d", p.Intervals, p.BootstrapReps)
+	}
+	p.Intervals = hetreward.IntervalsAuto
+	p.BootstrapReps = 30
+	m := fit(t, ds, p)
+	info, err := m.Intervals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Requested != hetreward.IntervalsAuto || info.Method == hetreward.IntervalsAuto || info.Reps != 30 {
+		t.Fatalf("intervals: %+v", info)
+	}
+	w, err := m.Wald()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	wi, err := w.Intervals()
+	if err != nil || wi.Method != hetreward.IntervalsWald {
+		t.Fatalf("wald copy: %+v %v", wi, err)
+	}
+	p.BootstrapReps = 5
+	if _, err := hetreward.NewFitter(p); err == nil {
+		t.Fatal("B = 5 accepted")
+	}
+}

@@ -16,6 +16,7 @@
 //! targets only when everything, including standard output, succeeded.
 
 use clap::{Parser, Subcommand, ValueEnum};
+use hetreward::calibrate::{IntervalMethod, IntervalOptions};
 use hetreward::demo::{self, DemoOptions};
 use hetreward::fit::{FitControl, FitOptions, FitReport, Init, Progress, SolverKind, Termination};
 use hetreward::inference::CovarianceKind;
@@ -85,6 +86,9 @@ converged, grad_norm, neg_loglik, seconds (+ termination, starts, total_iteratio
         /// Print JSON (the REPORT.json fields) instead of a table.
         #[arg(long)]
         json: bool,
+        /// Show the paper's Wald intervals whatever interval method the model carries.
+        #[arg(long)]
+        wald: bool,
     },
     /// Reward, SE and CI of each answer: r = theta . phi, se = sqrt(phi' S phi / n).
     #[command(after_help = "\
@@ -150,7 +154,8 @@ Example:
 
 Simulates annotators with demographic covariates (one channel adversarial), answers with
 embedding-like features and a gold reward; fits; prints (a) rationality coefficients with CIs,
-(b) reward CIs and win/tie/loss between two LLMs, (c) BoN vs pBoN gold rewards for N = 20..128.")]
+(b) reward CIs and win/tie/loss between two LLMs, (c) BoN vs pBoN gold rewards for N = 20..128,
+(d) calibrated intervals (the method --intervals auto picks) beside the paper's.")]
     Demo {
         /// Seed of the simulation (same seed, same output).
         #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
@@ -161,6 +166,9 @@ embedding-like features and a gold reward; fits; prints (a) rationality coeffici
         /// Worker threads (0 = all cores, at most 1,024); results do not depend on it.
         #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
         threads: usize,
+        /// Bootstrap refits of report (d), the calibrated intervals (10..=100000).
+        #[arg(long, default_value_t = DemoOptions::default().bootstrap_reps)]
+        bootstrap_reps: usize,
     },
 }
 
@@ -172,6 +180,23 @@ struct CommonArgs {
     /// Print JSON (field names are stable) instead of a table.
     #[arg(long)]
     json: bool,
+    /// Use the paper's Wald intervals whatever interval method the model carries.
+    #[arg(long)]
+    wald: bool,
+}
+
+/// Loads a model; with `wald`, switches it to the paper's Wald intervals.
+fn load_model(path: &Path, wald: bool) -> Result<RewardModel, Failure> {
+    let model = model_file::load(path)?;
+    Ok(if wald { model.wald() } else { model })
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum IntervalsArg {
+    Wald,
+    Bootstrap,
+    Resized,
+    Auto,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -248,6 +273,14 @@ struct FitArgs {
     /// Covariance: expected (the paper's), observed, robust or cluster.
     #[arg(long, value_enum, default_value = "expected")]
     covariance: CovarianceArg,
+    /// Confidence intervals: wald (the paper's; default), bootstrap (parametric, percentile;
+    /// small samples), resized (adaptively resized bootstrap; high dimension) or auto (picks by
+    /// d1/n and n per parameter, and says what it picked). Seeded by --seed.
+    #[arg(long, value_enum, default_value = "wald")]
+    intervals: IntervalsArg,
+    /// Bootstrap refits B (default 400 for bootstrap, 100 for resized; 10..=100000).
+    #[arg(long, allow_hyphen_values = true)]
+    bootstrap_reps: Option<usize>,
     /// Worker threads (0 = all cores, at most 1,024); results do not depend on it.
     #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     threads: usize,
@@ -346,7 +379,7 @@ fn main() -> ExitCode {
     let mut out = Out::new();
     let result = match cli.command {
         Command::Fit(args) => run_fit(args, &mut out),
-        Command::Inspect { model, json } => run_inspect(&model, json, &mut out),
+        Command::Inspect { model, json, wald } => run_inspect(&model, json, wald, &mut out),
         Command::Score { model, phi, common } => run_score(&model, &phi, &common, &mut out),
         Command::Compare {
             model,
@@ -360,7 +393,12 @@ fn main() -> ExitCode {
             policy,
             common,
         } => run_select(&model, &candidates, policy, &common, &mut out),
-        Command::Demo { seed, n, threads } => run_demo(seed, n, threads, &mut out),
+        Command::Demo {
+            seed,
+            n,
+            threads,
+            bootstrap_reps,
+        } => run_demo(seed, n, threads, bootstrap_reps, &mut out),
     };
     match result.and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -486,7 +524,20 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         CovarianceArg::Robust => CovarianceKind::Robust,
         CovarianceArg::Cluster => CovarianceKind::Cluster,
     };
-    let model = with_progress(|control| RewardModel::estimate(&data, &options, kind, control))?;
+    let intervals = IntervalOptions {
+        method: match args.intervals {
+            IntervalsArg::Wald => IntervalMethod::Wald,
+            IntervalsArg::Bootstrap => IntervalMethod::Bootstrap,
+            IntervalsArg::Resized => IntervalMethod::Resized,
+            IntervalsArg::Auto => IntervalMethod::Auto,
+        },
+        reps: args.bootstrap_reps,
+        seed: args.seed,
+    };
+    intervals.check()?;
+    let model = with_progress(|control| {
+        RewardModel::estimate_with(&data, &options, kind, &intervals, control)
+    })?;
     let r = model.report();
     if !r.converged {
         let msg = not_converged(r);
@@ -650,8 +701,8 @@ fn node(path: &Path) -> Option<(u64, u64)> {
     Some((0, h.finish()))
 }
 
-fn run_inspect(path: &Path, as_json: bool, out: &mut Out) -> Result<(), Failure> {
-    let model = model_file::load(path)?;
+fn run_inspect(path: &Path, as_json: bool, wald: bool, out: &mut Out) -> Result<(), Failure> {
+    let model = load_model(path, wald)?;
     if as_json {
         outln!(out, "{}", pretty(&json::model_report(&model)));
     } else {
@@ -661,7 +712,7 @@ fn run_inspect(path: &Path, as_json: bool, out: &mut Out) -> Result<(), Failure>
 }
 
 fn run_score(model: &Path, phi: &Path, common: &CommonArgs, out: &mut Out) -> Result<(), Failure> {
-    let model = model_file::load(model)?;
+    let model = load_model(model, common.wald)?;
     let input = scoring::read_phi(phi, model.d1())?;
     let rows = model.score_batch(&input.phi, common.alpha)?;
     if common.json {
@@ -698,7 +749,7 @@ fn run_compare(
     common: &CommonArgs,
     out: &mut Out,
 ) -> Result<(), Failure> {
-    let model = model_file::load(model)?;
+    let model = load_model(model, common.wald)?;
     let input = scoring::read_pairs(pairs, model.d1())?;
     let method = match method {
         MethodArg::Exact => DiffMethod::Exact,
@@ -733,11 +784,19 @@ fn run_compare(
         return Ok(());
     }
     let level = ci_label(common.alpha);
-    outln!(
-        out,
-        "diff = r(a0) - r(a1); {level} CI with the {} variance; win = a0 significantly better",
-        method.name()
-    );
+    if model.calibration().uses_draws() {
+        outln!(
+            out,
+            "diff = r(a0) - r(a1); {level} CI from the model's {} draws (exact); win = a0 significantly better",
+            model.calibration().method().name()
+        );
+    } else {
+        outln!(
+            out,
+            "diff = r(a0) - r(a1); {level} CI with the {} variance; win = a0 significantly better",
+            method.name()
+        );
+    }
     outln!(
         out,
         "{:>6} {:>12} {:>12} {:>12} {:>12} {:>10} {:>8}",
@@ -779,7 +838,7 @@ fn run_select(
     common: &CommonArgs,
     out: &mut Out,
 ) -> Result<(), Failure> {
-    let model = model_file::load(model)?;
+    let model = load_model(model, common.wald)?;
     let input = scoring::read_candidates(candidates, model.d1())?;
     let policy = match policy {
         PolicyArg::Bon => Policy::Bon,
@@ -836,11 +895,18 @@ fn run_select(
     Ok(())
 }
 
-fn run_demo(seed: u64, n: usize, threads: usize, out: &mut Out) -> Result<(), Failure> {
+fn run_demo(
+    seed: u64,
+    n: usize,
+    threads: usize,
+    bootstrap_reps: usize,
+    out: &mut Out,
+) -> Result<(), Failure> {
     let options = DemoOptions {
         seed,
         n,
         threads,
+        bootstrap_reps,
         ..DemoOptions::default()
     };
     let report = with_progress(|control| demo::run(&options, control))?;
@@ -872,7 +938,44 @@ fn print_model(model: &RewardModel, out: &mut Out) -> Result<(), Failure> {
         r.neg_loglik,
         model.covariance().name()
     );
-    let q = hetreward::stats::critical_value(0.05);
+    let c = model.calibration();
+    let picked = if c.requested() == IntervalMethod::Auto {
+        " (picked by auto)"
+    } else {
+        ""
+    };
+    match c.method() {
+        IntervalMethod::Wald => outln!(out, "intervals: wald (the paper's){picked}"),
+        IntervalMethod::Bootstrap => outln!(
+            out,
+            "intervals: bootstrap{picked}, percentile of B = {} refits (seed {}, {} did not converge)",
+            c.reps(),
+            c.seed(),
+            c.diverged()
+        ),
+        _ => outln!(
+            out,
+            "intervals: resized{picked}, B = {} refits (seed {}, {} did not converge); shrink {:.4}, alpha_hat {:.4}, c_hat {:.4}",
+            c.reps(),
+            c.seed(),
+            c.diverged(),
+            c.shrink(),
+            c.alpha_hat(),
+            c.c_hat()
+        ),
+    }
+    let d = model.diagnostics();
+    outln!(
+        out,
+        "diagnostics: d1/n = {:.4}; MLE finite: {}; max |gamma_hat| = {:.4}; diverged refits {:.1}%",
+        d.d1_over_n,
+        if d.mle_finite { "yes" } else { "no" },
+        d.max_abs_gamma,
+        100.0 * d.diverged_share
+    );
+    if let Some(w) = &d.warning {
+        outln!(out, "warning: {w}");
+    }
     outln!(
         out,
         "{:<12} {:>12} {:>12} {:>12} {:>12}",
@@ -882,26 +985,17 @@ fn print_model(model: &RewardModel, out: &mut Out) -> Result<(), Failure> {
         "ci95_lower",
         "ci95_upper"
     );
-    let rows = model
-        .theta()
-        .iter()
-        .zip(model.theta_se())
-        .enumerate()
-        .map(|(j, (v, s))| (format!("theta[{j}]"), *v, *s))
-        .chain(
-            model
-                .gamma()
-                .iter()
-                .zip(model.gamma_se())
-                .enumerate()
-                .map(|(k, (v, s))| (format!("gamma[{k}]"), *v, *s)),
-        );
-    for (name, v, s) in rows {
+    let rows = (0..model.d1())
+        .map(|j| (format!("theta[{j}]"), model.theta_interval(j, 0.05)))
+        .chain((0..model.d2()).map(|k| (format!("gamma[{k}]"), model.gamma_interval(k, 0.05))));
+    for (name, ci) in rows {
         outln!(
             out,
-            "{name:<12} {v:>12.6} {s:>12.6} {:>12.6} {:>12.6}",
-            v - q * s,
-            v + q * s
+            "{name:<12} {:>12.6} {:>12.6} {:>12.6} {:>12.6}",
+            ci.reward,
+            ci.se,
+            ci.lower,
+            ci.upper
         );
     }
     Ok(())

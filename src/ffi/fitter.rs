@@ -5,6 +5,7 @@ use super::dataset::{dataset_ref, hetreward_dataset};
 use super::model::{hetreward_model, model_into_raw};
 use super::status::{boundary, boundary_value, hetreward_status};
 use super::{handle_ref, in_slice, out_ptr};
+use crate::calibrate::IntervalOptions;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::{FitControl, FitOptions, Init, Progress, SolverKind};
@@ -121,10 +122,56 @@ pub struct hetreward_fit_params {
     pub progress: hetreward_progress_callback,
     /// Passed unchanged to `progress`; the caller keeps it valid while the fitter may fit.
     pub progress_user_data: *mut c_void,
+    /// How the model's confidence intervals are computed (HETREWARD_INTERVALS_*; appended
+    /// in format version 2 of this struct). Default HETREWARD_INTERVALS_WALD, the paper's.
+    /// The bootstrap methods refit B resamples after the fit (seeded by `seed`; the result
+    /// does not depend on `threads`). See hetreward_model_intervals().
+    pub intervals: super::intervals::hetreward_intervals,
+    /// Bootstrap refits B; 0 = the method's default (400 for bootstrap, 100 for resized),
+    /// else 10..=100000. Ignored by HETREWARD_INTERVALS_WALD.
+    pub bootstrap_reps: u32,
+}
+
+/// `sizeof(hetreward_fit_params)` of the first version of the struct (before `intervals`):
+/// callers compiled against it keep working, with the appended fields at their defaults.
+pub const FIT_PARAMS_V1_SIZE: usize = std::mem::offset_of!(hetreward_fit_params, intervals);
+
+/// The caller's params over the defaults: the first `struct_size` bytes are the caller's
+/// (an older, smaller struct leaves the appended fields at their defaults).
+///
+/// Errors: a `struct_size` that is neither the current size nor an older version's.
+///
+/// # Safety
+/// `p` points to a params struct of at least `struct_size` bytes (its first field).
+unsafe fn params_over_defaults(p: *const hetreward_fit_params) -> Result<hetreward_fit_params> {
+    let mut out = hetreward_fit_default_params();
+    let current = std::mem::size_of::<hetreward_fit_params>();
+    let size = std::ptr::read_unaligned(p.cast::<usize>());
+    if size != current && size != FIT_PARAMS_V1_SIZE {
+        return Err(Error::invalid(
+            "params.struct_size",
+            format!(
+                "got {size}, expected {current} (or {FIT_PARAMS_V1_SIZE}, the first version): initialise the params with hetreward_fit_default_params()"
+            ),
+        ));
+    }
+    // SAFETY: the caller's struct has `size` readable bytes (header contract); `out` is a
+    // valid struct of `current >= size` bytes whose fields are all plain data or pointers.
+    std::ptr::copy_nonoverlapping(
+        p.cast::<u8>(),
+        (&mut out as *mut hetreward_fit_params).cast::<u8>(),
+        size,
+    );
+    out.struct_size = current;
+    Ok(out)
 }
 
 /// The default fit params (values documented on each field), with `struct_size` set.
 /// Thread-safe; cannot fail.
+///
+/// The struct is returned by value at this library's size: a program built against an older
+/// header that calls this function must be rebuilt (its smaller struct would be overrun). A
+/// struct from an older header filled in by the caller is accepted by hetreward_fitter_new().
 #[no_mangle]
 pub extern "C" fn hetreward_fit_default_params() -> hetreward_fit_params {
     let o = FitOptions::default();
@@ -147,6 +194,8 @@ pub extern "C" fn hetreward_fit_default_params() -> hetreward_fit_params {
         require_converged: false,
         progress: None,
         progress_user_data: std::ptr::null_mut(),
+        intervals: super::intervals::HETREWARD_INTERVALS_WALD,
+        bootstrap_reps: 0,
     }
 }
 
@@ -187,6 +236,7 @@ impl ProgressHook {
 pub struct hetreward_fitter {
     options: FitOptions,
     covariance: CovarianceKind,
+    intervals: IntervalOptions,
     require_converged: bool,
     progress: Option<ProgressHook>,
     cancel: AtomicBool,
@@ -246,9 +296,11 @@ impl hetreward_fitter {
         options
             .check(p.theta0_len, p.gamma0_len)
             .map_err(prefix_params)?;
+        let intervals = super::intervals::interval_options(p)?;
         Ok(hetreward_fitter {
             options,
             covariance,
+            intervals,
             require_converged: p.require_converged,
             progress: p.progress.map(|callback| ProgressHook {
                 callback,
@@ -266,7 +318,13 @@ impl hetreward_fitter {
             progress: hook.map(|_| &observe as &(dyn Fn(&Progress) -> bool + Sync)),
             cancel: Some(&self.cancel),
         };
-        let result = RewardModel::estimate(data, &self.options, self.covariance, &control);
+        let result = RewardModel::estimate_with(
+            data,
+            &self.options,
+            self.covariance,
+            &self.intervals,
+            &control,
+        );
         self.cancel.store(false, Ordering::SeqCst);
         let model = result?;
         let r = model.report();
@@ -313,9 +371,12 @@ fn prefix_params(error: Error) -> Error {
 /// (theta0 / gamma0 included; the progress callback and its user_data are kept).
 ///
 /// On success `*out_fitter` receives a new fitter, to be freed with hetreward_fitter_free().
+/// `struct_size` may also be that of an older version of the struct (callers compiled against
+/// an older header): the fields it lacks take their defaults.
 /// Returns HETREWARD_NULL_POINTER (out_fitter, or theta0 with theta0_len > 0 under explicit
 /// init), HETREWARD_INVALID_ARGUMENT (wrong struct_size, unknown enum value, eta1/eta2 not
-/// positive and finite, tol negative or not finite), HETREWARD_NON_FINITE (theta0/gamma0).
+/// positive and finite, tol negative or not finite, bootstrap_reps outside 10..=100000),
+/// HETREWARD_NON_FINITE (theta0/gamma0).
 /// Thread-safe.
 #[no_mangle]
 pub extern "C" fn hetreward_fitter_new(
@@ -324,9 +385,13 @@ pub extern "C" fn hetreward_fitter_new(
 ) -> hetreward_status {
     boundary(|| {
         let out = out_ptr(out_fitter, "out_fitter")?;
-        let defaults = hetreward_fit_default_params();
-        // SAFETY: NULL or a valid params struct (header contract).
-        let p = unsafe { params.as_ref() }.unwrap_or(&defaults);
+        let p = if params.is_null() {
+            hetreward_fit_default_params()
+        } else {
+            // SAFETY: a valid params struct of its struct_size bytes (header contract).
+            unsafe { params_over_defaults(params)? }
+        };
+        let p = &p;
         // SAFETY: theta0 / gamma0 point to their lengths (header contract).
         let fitter = unsafe { hetreward_fitter::from_params(p)? };
         // SAFETY: checked non-NULL; written only on success.

@@ -23,6 +23,7 @@ pub mod status;
 
 pub mod dataset;
 pub mod fitter;
+pub mod intervals;
 pub mod model;
 
 pub use dataset::hetreward_dataset;

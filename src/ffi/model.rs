@@ -13,7 +13,6 @@ use crate::fitted::{RewardInterval, RewardModel};
 use crate::inference::CovarianceKind;
 use crate::io::model_file;
 use crate::select::{self, DiffMethod, Policy, Verdict};
-use crate::stats::critical_value;
 use std::ffi::c_char;
 
 /// A fitted reward model: theta, gamma, their covariance and the fit report.
@@ -36,7 +35,7 @@ pub(crate) fn model_into_raw(inner: RewardModel) -> *mut hetreward_model {
 ///
 /// # Safety
 /// `ptr` must be NULL or a live model.
-unsafe fn model_ref<'a>(ptr: *const hetreward_model) -> Result<&'a RewardModel> {
+pub(crate) unsafe fn model_ref<'a>(ptr: *const hetreward_model) -> Result<&'a RewardModel> {
     handle_ref(ptr, "model").map(|m| &m.inner)
 }
 
@@ -417,13 +416,12 @@ pub extern "C" fn hetreward_model_compare(
         let out = out_slice(out_comparisons, m, "out_comparisons")?;
         let rows0 = model.rows_f64("phi0", phi0)?;
         let rows1 = model.rows_f64("phi1", phi1)?;
-        let q = critical_value(alpha);
         let comparisons: Vec<hetreward_comparison> = rows0
             .chunks_exact(d1)
             .zip(rows1.chunks_exact(d1))
             .enumerate()
             .map(|(i, (a, b))| {
-                let c = select::compare_unchecked(model, a, b, q, method);
+                let c = select::compare_unchecked(model, a, b, alpha, method);
                 c.check_finite(i)?;
                 Ok(hetreward_comparison {
                     diff: c.diff,

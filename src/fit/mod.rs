@@ -489,6 +489,47 @@ pub fn fit_with(
     Ok((fit, diagnostics))
 }
 
+/// One warm-started Newton solve from `start`, on the current rayon pool: no homogeneous start,
+/// no restarts, no progress reports (only `control.cancel` is honoured). This is the refit of
+/// the parametric bootstrap ([`crate::calibrate`]): hundreds of them share one data
+/// preconditioner (`shared`, Newton-CG only; `None` builds one).
+///
+/// Errors: [`Error::Cancelled`].
+pub fn refit(
+    data: &Dataset,
+    start: Params,
+    tol: f64,
+    max_iter: usize,
+    shared: Option<std::sync::Arc<newton_cg::DataPreconditioner>>,
+    cancel: Option<&AtomicBool>,
+) -> Result<Run> {
+    let control = FitControl {
+        progress: None,
+        cancel,
+    };
+    let state = State::at(data, start);
+    match newton_variant(data, &Tuning::default()) {
+        NewtonVariant::Cg => {
+            let mut solver = newton_cg::NewtonCg::joint(shared);
+            run_solver(&mut solver, data, state, tol, max_iter, &control, 0)
+        }
+        _ => run_solver(
+            &mut newton::Newton::joint(),
+            data,
+            state,
+            tol,
+            max_iter,
+            &control,
+            0,
+        ),
+    }
+}
+
+/// True when [`refit`] on `data` runs Newton-CG (and so can use a shared data preconditioner).
+pub fn refit_uses_cg(data: &Dataset) -> bool {
+    newton_variant(data, &Tuning::default()) == NewtonVariant::Cg
+}
+
 /// The Newton variant that `tuning` selects for `data`.
 fn newton_variant(data: &Dataset, tuning: &Tuning) -> NewtonVariant {
     match tuning.newton {

@@ -10,10 +10,25 @@ use serde_json::{json, Value};
 
 /// The REPORT.json / `inspect --json` document: n, d1, d2, theta, gamma, theta_se, gamma_se,
 /// covariance, solver, iterations, converged, grad_norm, neg_loglik (mean NLL), seconds — plus
-/// termination, starts, total_iterations, tol and the format/library version.
+/// termination, starts, total_iterations, tol and the format/library version; and (issue 11)
+/// `intervals` ([`intervals_report`]), `diagnostics` ([`diagnostics_report`]) and the 95%
+/// intervals of the coefficients under the model's method: `theta_lower`, `theta_upper`,
+/// `gamma_lower`, `gamma_upper` (`theta_se` / `gamma_se` stay the paper's Wald SEs).
 pub fn model_report(model: &RewardModel) -> Value {
     let r = model.report();
+    let theta_ci: Vec<_> = (0..model.d1())
+        .map(|j| model.theta_interval(j, 0.05))
+        .collect();
+    let gamma_ci: Vec<_> = (0..model.d2())
+        .map(|k| model.gamma_interval(k, 0.05))
+        .collect();
     json!({
+        "intervals": intervals_report(model),
+        "diagnostics": diagnostics_report(model),
+        "theta_lower": theta_ci.iter().map(|c| c.lower).collect::<Vec<_>>(),
+        "theta_upper": theta_ci.iter().map(|c| c.upper).collect::<Vec<_>>(),
+        "gamma_lower": gamma_ci.iter().map(|c| c.lower).collect::<Vec<_>>(),
+        "gamma_upper": gamma_ci.iter().map(|c| c.upper).collect::<Vec<_>>(),
         "n": model.n(),
         "d1": model.d1(),
         "d2": model.d2(),
@@ -33,6 +48,35 @@ pub fn model_report(model: &RewardModel) -> Value {
         "total_iterations": r.total_iterations,
         "tol": r.tol,
         "hetreward_version": crate::VERSION,
+    })
+}
+
+/// The model's interval method: `{"method", "requested", "reps", "seed", "diverged", "shrink",
+/// "alpha_hat", "c_hat"}` (`requested` is `"auto"` when auto picked `method`).
+pub fn intervals_report(model: &RewardModel) -> Value {
+    let c = model.calibration();
+    json!({
+        "method": c.method().name(),
+        "requested": c.requested().name(),
+        "reps": c.reps(),
+        "seed": c.seed(),
+        "diverged": c.diverged(),
+        "shrink": c.shrink(),
+        "alpha_hat": c.alpha_hat(),
+        "c_hat": c.c_hat(),
+    })
+}
+
+/// The fit's interval diagnostics: `{"d1_over_n", "mle_finite", "max_abs_gamma",
+/// "diverged_share", "warning"}` (`warning` is `null` when there is none).
+pub fn diagnostics_report(model: &RewardModel) -> Value {
+    let d = model.diagnostics();
+    json!({
+        "d1_over_n": d.d1_over_n,
+        "mle_finite": d.mle_finite,
+        "max_abs_gamma": d.max_abs_gamma,
+        "diverged_share": d.diverged_share,
+        "warning": d.warning,
     })
 }
 

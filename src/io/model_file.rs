@@ -4,7 +4,7 @@
 //! ```text
 //! offset  size  field
 //! 0       8     magic  b"HETRWRD\0"
-//! 8       4     format version (u32) = 1
+//! 8       4     format version (u32) = 2 (version 1 files are still read)
 //! 12      8     payload length in bytes (u64)
 //! 20      L     payload (below)
 //! 20+L    4     CRC-32 (IEEE) of the payload
@@ -14,12 +14,19 @@
 //!          grad_norm f64 | neg_loglik f64 | seconds f64 | tol f64 |
 //!          theta f64[d1] | gamma f64[d2] |
 //!          L, the lower Cholesky factor of Cov(theta_hat), row-major lower triangle f64[d1(d1+1)/2] |
-//!          Cov(gamma_hat) f64[d2*d2] row-major
+//!          Cov(gamma_hat) f64[d2*d2] row-major |
+//!          -- version 2 onwards: the interval method (issue 11) --
+//!          requested u8 | method u8 (0 wald, 1 bootstrap, 2 resized, 3 auto) |
+//!          reps B u64 | seed u64 | diverged u64 | shrink f64 | alpha_hat f64 | c_hat f64 |
+//!          gamma_bias f64[d2, or 0 when B = 0] | theta draws f32[B*d1] | gamma draws f32[B*d2]
 //! ```
+//!
+//! A version-1 file (no interval section) loads as a model with Wald intervals.
 //!
 //! Saving writes a temporary file next to the target and renames it over the target, so a
 //! crash never leaves a half-written model under the target name.
 
+use crate::calibrate::{Calibration, IntervalMethod};
 use crate::error::{Error, Result};
 use crate::fit::{FitReport, SolverKind, Termination};
 use crate::fitted::RewardModel;
@@ -31,8 +38,10 @@ use std::path::Path;
 
 /// First 8 bytes of every model file.
 pub const MAGIC: &[u8; 8] = b"HETRWRD\0";
-/// The format version this library writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this library writes (it also reads [`OLDEST_VERSION`] onwards).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this library reads.
+pub const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 20;
 
 const TERMINATIONS: [Termination; 4] = [
@@ -87,6 +96,7 @@ pub fn to_bytes(model: &RewardModel) -> Vec<u8> {
     for v in floats {
         p.extend(v.to_le_bytes());
     }
+    write_calibration(&mut p, model.calibration());
     let mut out = Vec::with_capacity(HEADER_LEN + p.len() + 4);
     out.extend(MAGIC);
     out.extend(FORMAT_VERSION.to_le_bytes());
@@ -118,10 +128,70 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<RewardModel> {
     if crc32fast::hash(payload) != stored {
         return Err(bad("checksum mismatch: the file is corrupted".into()));
     }
-    parse_payload(payload).map_err(|detail| bad(format!("inconsistent content: {detail}")))
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    parse_payload(payload, version).map_err(|detail| bad(format!("inconsistent content: {detail}")))
 }
 
-fn parse_payload(p: &[u8]) -> std::result::Result<RewardModel, String> {
+/// Appends the version-2 interval section.
+fn write_calibration(p: &mut Vec<u8>, c: &Calibration) {
+    p.push(c.requested().code() as u8);
+    p.push(c.method().code() as u8);
+    for v in [c.reps() as u64, c.seed(), c.diverged() as u64] {
+        p.extend(v.to_le_bytes());
+    }
+    for v in [c.shrink(), c.alpha_hat(), c.c_hat()]
+        .iter()
+        .chain(c.gamma_bias())
+    {
+        p.extend(v.to_le_bytes());
+    }
+    for v in c.theta_draws().iter().chain(c.gamma_draws()) {
+        p.extend(v.to_le_bytes());
+    }
+}
+
+/// Reads the version-2 interval section (checked by [`Calibration::from_parts`]).
+fn read_calibration(
+    r: &mut Reader,
+    d1: usize,
+    d2: usize,
+) -> std::result::Result<Calibration, String> {
+    let method = |code: u8| {
+        IntervalMethod::ALL
+            .get(code as usize)
+            .copied()
+            .ok_or("unknown interval method")
+    };
+    let requested = method(r.u8()?)?;
+    let resolved = method(r.u8()?)?;
+    let (reps, seed, diverged) = (r.u64()?, r.u64()?, r.u64()?);
+    let figures = [r.f64()?, r.f64()?, r.f64()?];
+    let reps = usize::try_from(reps).map_err(|_| "bootstrap reps overflow")?;
+    // Each draw needs 4 (d1 + d2) bytes: reject absurd counts before allocating.
+    let per_draw = 4 * (d1 + d2);
+    if reps.checked_mul(per_draw).is_none_or(|b| b > r.remaining()) {
+        return Err(format!("payload too short for {reps} bootstrap draws"));
+    }
+    let bias = r.f64s(if reps > 0 { d2 } else { 0 })?;
+    let theta = r.f32s(reps * d1)?;
+    let gamma = r.f32s(reps * d2)?;
+    Calibration::from_parts(
+        requested,
+        resolved,
+        reps,
+        seed,
+        usize::try_from(diverged).map_err(|_| "diverged count overflow")?,
+        figures,
+        bias,
+        theta,
+        gamma,
+        d1,
+        d2,
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn parse_payload(p: &[u8], version: u32) -> std::result::Result<RewardModel, String> {
     let mut r = Reader { p, at: 0 };
     let n = r.u64()? as usize;
     let d1 = r.u32()? as usize;
@@ -147,7 +217,12 @@ fn parse_payload(p: &[u8]) -> std::result::Result<RewardModel, String> {
         .and_then(|v| v.checked_add(d2.checked_mul(d2 + 1)?))
         .and_then(|v| v.checked_mul(8))
         .ok_or("dimensions overflow")?;
-    if r.remaining() != expected {
+    let size_ok = if version == 1 {
+        r.remaining() == expected
+    } else {
+        r.remaining() > expected
+    };
+    if !size_ok {
         return Err(format!("payload size does not match d1 = {d1}, d2 = {d2}"));
     }
     let theta = r.f64s(d1)?;
@@ -171,7 +246,17 @@ fn parse_payload(p: &[u8]) -> std::result::Result<RewardModel, String> {
         seconds,
         tol,
     };
+    let calibration = if version == 1 {
+        Calibration::wald(IntervalMethod::Wald)
+    } else {
+        let c = read_calibration(&mut r, d1, d2)?;
+        if r.remaining() != 0 {
+            return Err(format!("payload size does not match d1 = {d1}, d2 = {d2}"));
+        }
+        c
+    };
     RewardModel::from_parts(Params { theta, gamma }, n, covariance, report, l, gamma_cov)
+        .and_then(|m| m.with_calibration(calibration))
         .map_err(|e| e.to_string())
 }
 
@@ -201,6 +286,11 @@ impl Reader<'_> {
     }
     fn f64s(&mut self, k: usize) -> std::result::Result<Vec<f64>, String> {
         (0..k).map(|_| self.f64()).collect()
+    }
+    fn f32s(&mut self, k: usize) -> std::result::Result<Vec<f32>, String> {
+        (0..k)
+            .map(|_| Ok(f32::from_le_bytes(self.take()?)))
+            .collect()
     }
     fn remaining(&self) -> usize {
         self.p.len() - self.at
@@ -271,10 +361,10 @@ fn check_header(header: &[u8], total: u64, name: &str) -> Result<()> {
         return Err(bad("not a hetreward model file (bad magic number)".into()));
     }
     let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-    if version != FORMAT_VERSION {
+    if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(bad(format!(
-            "model format version {version} is not supported (this library reads version \
-             {FORMAT_VERSION}); {}",
+            "model format version {version} is not supported (this library reads versions \
+             {OLDEST_VERSION} to {FORMAT_VERSION}); {}",
             if version > FORMAT_VERSION {
                 "the file was written by a newer hetreward"
             } else {
@@ -429,7 +519,8 @@ mod tests {
         let payload = &bytes[HEADER_LEN..bytes.len() - 4];
         let msg = format_error(&seal(FORMAT_VERSION + 1, payload));
         assert!(
-            msg.contains("version 2 is not supported") && msg.contains("newer"),
+            msg.contains(&format!("version {} is not supported", FORMAT_VERSION + 1))
+                && msg.contains("newer"),
             "{msg}"
         );
         let msg = format_error(&seal(0, payload));
@@ -447,23 +538,111 @@ mod tests {
         // theta[0] starts after the fixed fields: 8+4+4+4*1+3*8+4*8 = 76 bytes.
         let mut nan_theta = payload.clone();
         nan_theta[76..84].copy_from_slice(&f64::NAN.to_le_bytes());
-        assert!(format_error(&seal(1, &nan_theta)).contains("non-finite value NaN in `theta`"));
+        let v = FORMAT_VERSION;
+        assert!(format_error(&seal(v, &nan_theta)).contains("non-finite value NaN in `theta`"));
         let mut big_d1 = payload.clone();
         big_d1[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
-        let msg = format_error(&seal(1, &big_d1));
+        let msg = format_error(&seal(v, &big_d1));
         assert!(
             msg.contains("payload size does not match") || msg.contains("overflow"),
             "{msg}"
         );
         let mut zero_d1 = payload.clone();
         zero_d1[8..12].copy_from_slice(&0u32.to_le_bytes());
-        assert!(format_error(&seal(1, &zero_d1)).contains("inconsistent content"));
+        assert!(format_error(&seal(v, &zero_d1)).contains("inconsistent content"));
         let mut kind = payload.clone();
         kind[16] = 9;
-        assert!(format_error(&seal(1, &kind)).contains("unknown covariance kind"));
+        assert!(format_error(&seal(v, &kind)).contains("unknown covariance kind"));
         let mut flag = payload;
         flag[19] = 2;
-        assert!(format_error(&seal(1, &flag)).contains("converged flag"));
+        assert!(format_error(&seal(v, &flag)).contains("converged flag"));
+    }
+
+    /// The version-1 payload of a Wald model: the version-2 payload without its interval
+    /// section (the layout before it is unchanged).
+    fn version_1_payload(model: &RewardModel) -> Vec<u8> {
+        assert!(!model.calibration().uses_draws());
+        let bytes = to_bytes(model);
+        let payload = &bytes[HEADER_LEN..bytes.len() - 4];
+        // Wald section: 2 bytes of codes, 3 u64, 3 f64.
+        payload[..payload.len() - 2 - 24 - 24].to_vec()
+    }
+
+    #[test]
+    fn version_1_files_still_load_as_wald_models() {
+        let model = small_model();
+        let v1 = seal(1, &version_1_payload(&model));
+        let back = from_bytes(&v1, "old.hrm").unwrap();
+        assert_eq!(back, model);
+        assert_eq!(back.calibration().method(), IntervalMethod::Wald);
+        // A version-1 file with a version-2 section (or a version-2 file without) is damaged.
+        let bytes = to_bytes(&model);
+        let msg = format_error(&seal(1, &bytes[HEADER_LEN..bytes.len() - 4]));
+        assert!(msg.contains("payload size does not match"), "{msg}");
+        let msg = format_error(&seal(2, &version_1_payload(&model)));
+        assert!(msg.contains("payload size does not match"), "{msg}");
+    }
+
+    fn calibrated_model(method: IntervalMethod) -> RewardModel {
+        let data = paper_simulation(200, ActionDesign::Uniform, 3);
+        RewardModel::estimate_with(
+            &data,
+            &FitOptions::default(),
+            CovarianceKind::Expected,
+            &crate::calibrate::IntervalOptions {
+                method,
+                reps: Some(30),
+                seed: 1,
+            },
+            &FitControl::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn bootstrap_draws_round_trip_exactly() {
+        for method in [
+            IntervalMethod::Bootstrap,
+            IntervalMethod::Resized,
+            IntervalMethod::Auto,
+        ] {
+            let model = calibrated_model(method);
+            assert!(model.calibration().uses_draws());
+            let bytes = to_bytes(&model);
+            let back = from_bytes(&bytes, "<buffer>").unwrap();
+            assert_eq!(back, model);
+            assert_eq!(back.calibration().requested(), method);
+            let phi = [0.1, 0.2, 0.3];
+            assert_eq!(
+                back.score(&phi, 0.05).unwrap(),
+                model.score(&phi, 0.05).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn damaged_interval_sections_are_rejected() {
+        let model = calibrated_model(IntervalMethod::Bootstrap);
+        let bytes = to_bytes(&model);
+        let payload = bytes[HEADER_LEN..bytes.len() - 4].to_vec();
+        // The section starts after the v1 layout: 76 + 8 (3 + 2 + 6 + 4) = 196 bytes.
+        let at = 76 + 8 * (3 + 2 + 6 + 4);
+        let mut method = payload.clone();
+        method[at + 1] = 7;
+        assert!(format_error(&seal(2, &method)).contains("unknown interval method"));
+        let mut mismatch = payload.clone();
+        mismatch[at] = 0; // requested wald, carries bootstrap
+        assert!(format_error(&seal(2, &mismatch)).contains("requested wald"));
+        let mut reps = payload.clone();
+        reps[at + 2..at + 10].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(format_error(&seal(2, &reps)).contains("bootstrap draws"));
+        let mut nan = payload.clone();
+        let last = nan.len() - 4;
+        nan[last..].copy_from_slice(&f32::NAN.to_le_bytes());
+        assert!(format_error(&seal(2, &nan)).contains("non-finite"));
+        let mut long = payload;
+        long.extend([0u8; 4]);
+        assert!(format_error(&seal(2, &long)).contains("payload size does not match"));
     }
 
     #[test]

@@ -27,6 +27,7 @@ INITS = {"default": 0, "random": 1, "explicit": 2}
 TERMINATIONS = {0: "converged", 1: "max_iterations", 2: "stalled", 3: "diverged"}
 DIFF_METHODS = {"exact": 0, "independent": 1, "bound": 2}
 POLICIES = {"bon": 0, "pbon": 1}
+INTERVALS = {"wald": 0, "bootstrap": 1, "resized": 2, "auto": 3}
 #: Verdict codes of Model.compare's ``verdict`` field, by value.
 VERDICTS = ("tie", "win", "loss")
 
@@ -301,16 +302,22 @@ class Fitter(_Handle):
     ``eta1`` 0.1, ``eta2`` 0.08 (agd step sizes); ``max_iter`` 0 = the solver's default;
     ``tol`` 1e-8; ``seed`` 0; ``init`` "default", "random" or "explicit" (with ``theta0``,
     ``gamma0``); ``restarts`` 2; ``threads`` 0 = all cores (results do not depend on it);
-    ``require_converged`` False. A Fitter pickles as its options.
+    ``require_converged`` False; ``intervals`` "wald" (the paper's), "bootstrap", "resized" or
+    "auto" (see Model.intervals); ``bootstrap_reps`` 0 = the method's default (10..100000). A
+    Fitter pickles as its options.
     """
 
     _free = staticmethod(lib.hetreward_fitter_free)
 
     def __init__(self, *, solver=None, covariance=None, eta1=None, eta2=None, max_iter=None,
                  tol=None, seed=None, init=None, restarts=None, theta0=None, gamma0=None,
-                 threads=None, require_converged=None):
+                 threads=None, require_converged=None, intervals=None, bootstrap_reps=None):
         self._options = {k: v for k, v in locals().items() if k != "self" and v is not None}
         p = lib.hetreward_fit_default_params()
+        if intervals is not None:
+            p.intervals = _code(INTERVALS, intervals, "intervals")
+        if bootstrap_reps is not None:
+            p.bootstrap_reps = bootstrap_reps
         if solver is not None:
             p.solver = _code(SOLVERS, solver, "solver")
         if covariance is not None:
@@ -563,6 +570,33 @@ class Model(_Handle):
     @property
     def gamma_se(self) -> np.ndarray:
         return self._vector(lib.hetreward_model_gamma_se, self.d2)
+
+    def intervals(self) -> dict:
+        """The model's interval method ("wald", "bootstrap" or "resized"; ``requested`` is
+        "auto" when auto picked it), B, diverged refits, alpha_hat, c_hat and the fit's
+        diagnostics (d1/n, mle_finite, max |gamma_hat|, diverged share, ``warning`` or None)."""
+        i = _n.hetreward_interval_info()
+        _check(lib.hetreward_model_intervals(self._live(), byref(i)))
+        n = c_size_t(0)
+        _check(lib.hetreward_model_interval_warning(self._live(), None, 0, byref(n)))
+        buf = ctypes.create_string_buffer(n.value + 1)
+        _check(lib.hetreward_model_interval_warning(self._live(), buf, n.value + 1, byref(n)))
+        names = {v: k for k, v in INTERVALS.items()}
+        return {
+            "method": names.get(i.method, str(i.method)),
+            "requested": names.get(i.requested, str(i.requested)),
+            "reps": i.reps, "diverged": i.diverged, "seed": i.seed, "shrink": i.shrink,
+            "alpha_hat": i.alpha_hat, "c_hat": i.c_hat, "d1_over_n": i.d1_over_n,
+            "mle_finite": bool(i.mle_finite), "max_abs_gamma": i.max_abs_gamma,
+            "diverged_share": i.diverged_share,
+            "warning": buf.value.decode() if i.has_warning else None,
+        }
+
+    def wald(self) -> "Model":
+        """A copy of the model with the paper's Wald intervals, whatever method it carries."""
+        out = POINTER(_n.hetreward_model)()
+        _check(lib.hetreward_model_wald(self._live(), byref(out)))
+        return Model._adopt(out)
 
     @property
     def report(self) -> FitReport:

@@ -50,6 +50,7 @@ hetreward_termination = c_uint32
 hetreward_diff_method = c_uint32
 hetreward_verdict = c_uint32
 hetreward_policy = c_uint32
+hetreward_intervals = c_uint32
 
 
 class hetreward_dataset(Structure):
@@ -97,6 +98,26 @@ class hetreward_fit_params(Structure):
         ("require_converged", c_bool),
         ("progress", hetreward_progress_callback),
         ("progress_user_data", c_void_p),
+        ("intervals", hetreward_intervals),
+        ("bootstrap_reps", c_uint32),
+    ]
+
+
+class hetreward_interval_info(Structure):
+    _fields_ = [
+        ("method", hetreward_intervals),
+        ("requested", hetreward_intervals),
+        ("reps", c_size_t),
+        ("diverged", c_size_t),
+        ("seed", c_uint64),
+        ("shrink", c_double),
+        ("alpha_hat", c_double),
+        ("c_hat", c_double),
+        ("d1_over_n", c_double),
+        ("mle_finite", c_bool),
+        ("max_abs_gamma", c_double),
+        ("diverged_share", c_double),
+        ("has_warning", c_bool),
     ]
 
 
@@ -201,6 +222,15 @@ PROTOTYPES = {
         hetreward_status,
         [_P(hetreward_model), c_double, _P(c_double), c_size_t, _P(c_double), _P(c_double)],
     ),
+    "hetreward_model_intervals": (
+        hetreward_status,
+        [_P(hetreward_model), _P(hetreward_interval_info)],
+    ),
+    "hetreward_model_interval_warning": (
+        hetreward_status,
+        [_P(hetreward_model), c_char_p, c_size_t, _P(c_size_t)],
+    ),
+    "hetreward_model_wald": (hetreward_status, [_P(hetreward_model), _P(_P(hetreward_model))]),
     "hetreward_model_save": (hetreward_status, [_P(hetreward_model), c_char_p]),
     "hetreward_model_load": (hetreward_status, [c_char_p, _P(_P(hetreward_model))]),
     "hetreward_model_save_buffer": (

@@ -434,3 +434,26 @@ def test_library_lookup():
         assert os.path.dirname(path) == os.path.realpath(folder), (path, folder)
     out = _import_in_subprocess({**base, "HETREWARD_LIB": "/nonexistent/libhetreward.so"})
     assert out.returncode != 0 and "HETREWARD_LIB" in out.stderr and "ImportError" in out.stderr
+
+
+def test_calibrated_intervals():
+    d = make_data(300, 4)
+    with hr.Dataset(**d) as ds:
+        with hr.Fitter(intervals="auto", bootstrap_reps=30, seed=2) as f:
+            m = f.fit(ds)
+        info = m.intervals()
+        assert info["requested"] == "auto" and info["method"] in ("bootstrap", "resized")
+        assert info["reps"] == 30 and info["seed"] == 2 and info["mle_finite"]
+        assert abs(info["d1_over_n"] - D1 / 300) < 1e-15
+        w = m.wald()
+        assert w.intervals()["method"] == "wald"
+        phi = phis(3, 5)
+        a, b = m.score(phi), w.score(phi)
+        assert np.array_equal(a["reward"], b["reward"]) and not np.array_equal(a["lower"], b["lower"])
+        assert np.allclose(b["upper"] - b["reward"], b["reward"] - b["lower"])
+        w.close()
+        m.close()
+        with pytest.raises(hr.InvalidArgumentError, match="bootstrap_reps"):
+            hr.Fitter(intervals="bootstrap", bootstrap_reps=5)
+        with pytest.raises(ValueError):
+            hr.Fitter(intervals="profile")

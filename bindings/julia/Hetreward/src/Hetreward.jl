@@ -34,6 +34,7 @@ const hetreward_termination = UInt32
 const hetreward_diff_method = UInt32
 const hetreward_verdict = UInt32
 const hetreward_policy = UInt32
+const hetreward_intervals = UInt32
 const hetreward_progress_callback = Ptr{Cvoid}
 
 const HETREWARD_VERSION_MAJOR = 0
@@ -73,6 +74,10 @@ const HETREWARD_VERDICT_WIN = hetreward_verdict(1)
 const HETREWARD_VERDICT_LOSS = hetreward_verdict(2)
 const HETREWARD_POLICY_BON = hetreward_policy(0)
 const HETREWARD_POLICY_PBON = hetreward_policy(1)
+const HETREWARD_INTERVALS_WALD = hetreward_intervals(0)
+const HETREWARD_INTERVALS_BOOTSTRAP = hetreward_intervals(1)
+const HETREWARD_INTERVALS_RESIZED = hetreward_intervals(2)
+const HETREWARD_INTERVALS_AUTO = hetreward_intervals(3)
 
 # Opaque handles (only ever behind a Ptr).
 mutable struct hetreward_dataset end
@@ -106,6 +111,25 @@ struct hetreward_fit_params
     require_converged::Bool
     progress::hetreward_progress_callback
     progress_user_data::Ptr{Cvoid}
+    intervals::hetreward_intervals
+    bootstrap_reps::UInt32
+end
+
+"""A model's interval method (what auto picked), its figures and the fit's diagnostics."""
+struct hetreward_interval_info
+    method::hetreward_intervals
+    requested::hetreward_intervals
+    reps::Csize_t
+    diverged::Csize_t
+    seed::UInt64
+    shrink::Cdouble
+    alpha_hat::Cdouble
+    c_hat::Cdouble
+    d1_over_n::Cdouble
+    mle_finite::Bool
+    max_abs_gamma::Cdouble
+    diverged_share::Cdouble
+    has_warning::Bool
 end
 
 struct hetreward_fit_report
@@ -263,6 +287,18 @@ hetreward_model_rationality(model, psi0, psi, d2, out_sigma, out_se) =
         psi::Ptr{Cdouble}, d2::Csize_t, out_sigma::Ptr{Cdouble},
         out_se::Ptr{Cdouble})::hetreward_status
 
+hetreward_model_intervals(model, out_info) =
+    @ccall libhetreward.hetreward_model_intervals(model::Ptr{hetreward_model},
+        out_info::Ptr{hetreward_interval_info})::hetreward_status
+
+hetreward_model_interval_warning(model, buf, buf_len, out_len) =
+    @ccall libhetreward.hetreward_model_interval_warning(model::Ptr{hetreward_model},
+        buf::Ptr{Cchar}, buf_len::Csize_t, out_len::Ptr{Csize_t})::hetreward_status
+
+hetreward_model_wald(model, out_model) =
+    @ccall libhetreward.hetreward_model_wald(model::Ptr{hetreward_model},
+        out_model::Ptr{Ptr{hetreward_model}})::hetreward_status
+
 hetreward_model_save(model, path) =
     @ccall libhetreward.hetreward_model_save(model::Ptr{hetreward_model},
         path::Cstring)::hetreward_status
@@ -355,6 +391,8 @@ const INITS = Dict(:default => HETREWARD_INIT_DEFAULT, :random => HETREWARD_INIT
 const METHODS = Dict(:exact => HETREWARD_DIFF_EXACT, :independent => HETREWARD_DIFF_INDEPENDENT,
                      :bound => HETREWARD_DIFF_BOUND)
 const POLICIES = Dict(:bon => HETREWARD_POLICY_BON, :pbon => HETREWARD_POLICY_PBON)
+const INTERVALS = Dict(:wald => HETREWARD_INTERVALS_WALD, :bootstrap => HETREWARD_INTERVALS_BOOTSTRAP,
+                       :resized => HETREWARD_INTERVALS_RESIZED, :auto => HETREWARD_INTERVALS_AUTO)
 const TERMINATIONS = Dict(HETREWARD_TERMINATION_CONVERGED => :converged,
                           HETREWARD_TERMINATION_MAX_ITERATIONS => :max_iterations,
                           HETREWARD_TERMINATION_STALLED => :stalled,
@@ -479,14 +517,17 @@ end
 
 """
     Fitter(; solver=:newton, covariance=:expected, eta1, eta2, max_iter, tol, seed,
-             init=:default, restarts, theta0, gamma0, threads, require_converged)
+             init=:default, restarts, theta0, gamma0, threads, require_converged,
+             intervals=:wald, bootstrap_reps)
 
 Fit options; keywords left out keep the library's defaults (eta1 0.1, eta2 0.08, max_iter 0 =
 the solver's default, tol 1e-8, seed 0, restarts 2, threads 0 = all cores,
 require_converged false). `solver` is `:newton` or `:agd`; `covariance` `:expected`,
 `:observed`, `:robust` or `:cluster`; `init` `:default`, `:random` or `:explicit` (with
-`theta0`, `gamma0`). Progress callbacks are not exposed in Julia (see the README); cancel a
-fit from another task with [`cancel!`](@ref).
+`theta0`, `gamma0`); `intervals` `:wald` (the paper's), `:bootstrap`, `:resized` or `:auto`
+(see [`intervals`](@ref)), `bootstrap_reps` B (0 = the method's default). Progress callbacks
+are not exposed in Julia (see the README); cancel a fit from another task with
+[`cancel!`](@ref).
 """
 mutable struct Fitter
     ptr::Ptr{hetreward_fitter}
@@ -514,13 +555,14 @@ end
 function Fitter(; solver::Symbol=:newton, covariance::Symbol=:expected, eta1=nothing,
                 eta2=nothing, max_iter=nothing, tol=nothing, seed=nothing, init::Symbol=:default,
                 restarts=nothing, theta0=nothing, gamma0=nothing, threads=nothing,
-                require_converged=nothing)
+                require_converged=nothing, intervals::Symbol=:wald, bootstrap_reps=nothing)
     changes = Dict{Symbol,Any}(:solver => lookup(SOLVERS, solver, "solver"),
                                :covariance => lookup(COVARIANCES, covariance, "covariance"),
-                               :init => lookup(INITS, init, "init"))
+                               :init => lookup(INITS, init, "init"),
+                               :intervals => lookup(INTERVALS, intervals, "intervals"))
     for (k, v) in ((:eta1, eta1), (:eta2, eta2), (:max_iter, max_iter), (:tol, tol),
                    (:seed, seed), (:restarts, restarts), (:threads, threads),
-                   (:require_converged, require_converged))
+                   (:require_converged, require_converged), (:bootstrap_reps, bootstrap_reps))
         v === nothing || (changes[k] = v)
     end
     # Small start vectors: converted explicitly; the library copies them in fitter_new.
@@ -718,6 +760,41 @@ function rationality(model::Model, psi0::Real, psi::Vector{Float64})
     GC.@preserve model psi check(hetreward_model_rationality(live(model), psi0, pointer(psi),
                                                              length(psi), sigma, se))
     return sigma[], se[]
+end
+
+"""
+    intervals(model) -> NamedTuple
+
+The model's interval method (`:wald`, `:bootstrap` or `:resized`; `requested` is `:auto` when
+auto picked it), B, diverged refits, alpha_hat, c_hat and the fit's diagnostics (d1/n,
+mle_finite, max |gamma_hat|, diverged share, `warning` in plain words or `nothing`).
+"""
+function intervals(model::Model)
+    info = Ref{hetreward_interval_info}()
+    GC.@preserve model check(hetreward_model_intervals(live(model), info))
+    i = info[]
+    len = Ref{Csize_t}(0)
+    GC.@preserve model check(hetreward_model_interval_warning(live(model), C_NULL, 0, len))
+    buf = Vector{UInt8}(undef, len[] + 1)
+    GC.@preserve model buf check(hetreward_model_interval_warning(live(model), pointer(buf),
+                                                                  length(buf), len))
+    return (method = name_of(INTERVALS, i.method), requested = name_of(INTERVALS, i.requested),
+            reps = Int(i.reps), diverged = Int(i.diverged), seed = i.seed, shrink = i.shrink,
+            alpha_hat = i.alpha_hat, c_hat = i.c_hat, d1_over_n = i.d1_over_n,
+            mle_finite = i.mle_finite, max_abs_gamma = i.max_abs_gamma,
+            diverged_share = i.diverged_share,
+            warning = i.has_warning ? String(buf[1:len[]]) : nothing)
+end
+
+"""
+    wald(model) -> Model
+
+A copy of the model with the paper's Wald intervals, whatever method it carries.
+"""
+function wald(model::Model)
+    out = Ref{Ptr{hetreward_model}}(C_NULL)
+    GC.@preserve model check(hetreward_model_wald(live(model), out))
+    return Model(out[])
 end
 
 """

@@ -1,0 +1,187 @@
+//! Parametric bootstrap draws: labels redrawn from a model `(theta, gamma)` on the training
+//! covariates, each sample refitted by warm-started Newton ([`crate::fit::refit`]).
+//!
+//! Draw `b` of stream `k` uses its own ChaCha8 stream seeded from `(seed, k, b)`, the draws run
+//! in parallel on the current rayon pool and are collected in order: the result is the same
+//! for any thread count. A refit that does not converge within [`REFIT_MAX_ITER`] iterations
+//! (it runs off towards `|gamma| -> infinity`, or the resample is separated) is kept at its
+//! last finite iterate and counted in [`Draws::diverged`].
+
+use crate::data::{Dataset, FeatureMatrix};
+use crate::error::Result;
+use crate::fit::{newton_cg::DataPreconditioner, refit, refit_uses_cg, Termination};
+use crate::linalg::{dot, dot_f32};
+use crate::model::{sigmoid, Params};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Iteration cap of one refit (warm starts converge in a handful; refits in the valley are
+/// stopped here and counted as diverged).
+pub const REFIT_MAX_ITER: usize = 50;
+/// Refits are solved to this gradient norm (or the fit's tolerance, if looser): the draws are
+/// stored in `f32`.
+pub const REFIT_TOL: f64 = 1e-7;
+
+/// Which family of draws (separate random streams, so that e.g. the resized bootstrap's shrink
+/// search and its final draws are independent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    /// The percentile bootstrap's draws.
+    Bootstrap,
+    /// The resized bootstrap's shrink search (common random numbers across shrinks).
+    ShrinkSearch,
+    /// The resized bootstrap's final draws.
+    Resized,
+}
+
+/// What every refit shares: the tolerance, the cancellation flag, and Newton-CG's data
+/// preconditioner (built once, label-free).
+pub struct Settings<'a> {
+    tol: f64,
+    cancel: Option<&'a AtomicBool>,
+    preconditioner: Option<Arc<DataPreconditioner>>,
+}
+
+impl<'a> Settings<'a> {
+    /// Settings for refits of `data` at the fit's tolerance `tol` (raised to [`REFIT_TOL`]).
+    pub fn new(data: &Dataset, tol: f64, cancel: Option<&'a AtomicBool>) -> Self {
+        Settings {
+            tol: tol.max(REFIT_TOL),
+            cancel,
+            preconditioner: refit_uses_cg(data).then(|| Arc::new(DataPreconditioner::new(data))),
+        }
+    }
+}
+
+/// `B` refits' estimates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draws {
+    /// `B x d1` row-major.
+    pub theta: Vec<f32>,
+    /// `B x d2` row-major.
+    pub gamma: Vec<f32>,
+    /// Refits that did not converge.
+    pub diverged: usize,
+}
+
+impl Draws {
+    /// Number of draws.
+    pub fn len(&self, d1: usize) -> usize {
+        self.theta.len() / d1
+    }
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.theta.is_empty()
+    }
+}
+
+/// The logits `u_i = sigma_i theta . z_i` of `truth` on `data` (one pass).
+pub fn logits(data: &Dataset, truth: &Params) -> Vec<f64> {
+    let d1 = data.d1();
+    (0..data.n())
+        .into_par_iter()
+        .with_min_len(512)
+        .map(|i| {
+            let sigma = data.psi0()[i] + dot(&truth.gamma, data.psi_row(i));
+            let r = match data.features() {
+                FeatureMatrix::F64(z) => dot(&truth.theta, &z[i * d1..(i + 1) * d1]),
+                FeatureMatrix::F32(z) => dot_f32(&truth.theta, &z[i * d1..(i + 1) * d1]),
+            };
+            sigma * r
+        })
+        .collect()
+}
+
+/// The seed of draw `b` of `stream`: splitmix64 of the three, so neighbouring seeds give
+/// unrelated streams.
+fn draw_seed(seed: u64, stream: Stream, b: usize) -> u64 {
+    let mut x = seed
+        ^ (stream as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
+        ^ (b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Labels of draw `b`: `y_i = 1` with probability `sigmoid(u_i)`.
+pub fn labels(u: &[f64], seed: u64, stream: Stream, b: usize) -> Vec<f64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(draw_seed(seed, stream, b));
+    u.iter()
+        .map(|&v| {
+            if rng.random::<f64>() < sigmoid(v) {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// `reps` parametric draws from `truth`, each refitted from `start`, on the current pool.
+///
+/// Errors: [`crate::Error::Cancelled`].
+pub fn parametric(
+    data: &Dataset,
+    truth: &Params,
+    start: &Params,
+    reps: usize,
+    seed: u64,
+    stream: Stream,
+    settings: &Settings,
+) -> Result<Draws> {
+    let u = logits(data, truth);
+    let runs: Vec<Result<(Params, bool)>> = (0..reps)
+        .into_par_iter()
+        .map(|b| {
+            let sample = data.with_labels(labels(&u, seed, stream, b));
+            let run = refit(
+                &sample,
+                start.clone(),
+                settings.tol,
+                REFIT_MAX_ITER,
+                settings.preconditioner.clone(),
+                settings.cancel,
+            )?;
+            let converged = run.termination == Termination::Converged;
+            // A refit whose iterate overflowed is kept at the start (never at infinity).
+            let params = if run.state.params.is_finite() {
+                run.state.params
+            } else {
+                start.clone()
+            };
+            Ok((params, converged))
+        })
+        .collect();
+    let (d1, d2) = (data.d1(), data.d2());
+    let mut out = Draws {
+        theta: Vec::with_capacity(reps * d1),
+        gamma: Vec::with_capacity(reps * d2),
+        diverged: 0,
+    };
+    for run in runs {
+        let (p, converged) = run?;
+        out.theta.extend(p.theta.iter().map(|&v| v as f32));
+        out.gamma.extend(p.gamma.iter().map(|&v| v as f32));
+        out.diverged += usize::from(!converged);
+    }
+    Ok(out)
+}
+
+/// Mean of the `B x k` row-major draws, per column.
+pub fn column_means(draws: &[f32], k: usize) -> Vec<f64> {
+    let mut m = vec![0.0; k];
+    if k == 0 {
+        return m;
+    }
+    let b = draws.len() / k;
+    for row in draws.chunks_exact(k) {
+        for (acc, &v) in m.iter_mut().zip(row) {
+            *acc += f64::from(v);
+        }
+    }
+    m.iter_mut().for_each(|v| *v /= b.max(1) as f64);
+    m
+}

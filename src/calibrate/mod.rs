@@ -1,0 +1,639 @@
+//! Calibrated confidence intervals (issue 11): the interval method of a model, chosen at fit
+//! time and stored in it.
+//!
+//! The paper's Wald intervals (`theta_hat . phi +- q se`, [`IntervalMethod::Wald`], the
+//! default) under-cover where users are: at small n (0.86 for rewards at n = 200 in the paper's
+//! §6.1 design: a quarter of the datasets put the MLE on the shoulder of the
+//! `|gamma| -> infinity` valley) and in high dimension (`d1 / n = 0.06`: the MLE is inflated
+//! away from zero, Sur & Candès 2019, and gamma's Wald interval covers 0.85). Two parametric
+//! bootstraps fix this:
+//!
+//! * [`IntervalMethod::Bootstrap`]: labels redrawn from the fitted model on the same
+//!   covariates, each refit warm-started at the estimate ([`draws`]); the percentile interval
+//!   of the `B` (default 400) refits' values of the quantity.
+//! * [`IntervalMethod::Resized`]: Zhao & Candès' adaptively resized parametric bootstrap for
+//!   high-dimensional GLMs ([`resized`]): data drawn from `(s theta_hat, gamma_hat)` with the
+//!   shrink `s` chosen so that refits reproduce `||theta_hat||`; `B` (default 100) refits from
+//!   there give the inflation `alpha_hat` and the spreads: rewards and theta are reported as
+//!   `theta_hat . phi / alpha_hat +- q SD* / alpha_hat`, gamma as `gamma_hat - bias* +- q SD*`.
+//! * [`IntervalMethod::Auto`] picks one of the three by [`auto_pick`]'s documented rules and
+//!   the model says what it picked.
+//!
+//! A [`Calibration`] holds the refits' draws of theta and gamma in `f32` (`B x d1` and
+//! `B x d2`): scoring an answer costs `O(B d1)` ([`Calibration::theta_projections`]) and any
+//! linear functional (a reward, a difference of rewards, a coefficient, a rationality) gets
+//! its interval from the same draws ([`Calibration::functional`]), so differences are exact.
+//! Everything is deterministic for a seed whatever the thread count: draw `b` has its own
+//! random stream and the draws are collected in order.
+
+pub mod draws;
+pub mod resized;
+
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::fit::{FitReport, Termination};
+use crate::fitted::{RewardInterval, RewardModel};
+use crate::linalg::dot_f32;
+use crate::model::Params;
+use crate::stats::critical_value;
+use std::sync::atomic::AtomicBool;
+
+/// How a model's confidence intervals are computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IntervalMethod {
+    /// The paper's Wald intervals from the information matrix (the default; exactly as
+    /// before, so published numbers reproduce).
+    #[default]
+    Wald,
+    /// Parametric bootstrap, percentile interval (B default [`DEFAULT_BOOTSTRAP_REPS`]).
+    Bootstrap,
+    /// Adaptively resized parametric bootstrap for high dimension (B default
+    /// [`DEFAULT_RESIZED_REPS`]).
+    Resized,
+    /// One of the three, picked at fit time by [`auto_pick`].
+    Auto,
+}
+
+impl IntervalMethod {
+    /// Every method, in code order (the order of the C enum and the model file).
+    pub const ALL: [IntervalMethod; 4] = [
+        IntervalMethod::Wald,
+        IntervalMethod::Bootstrap,
+        IntervalMethod::Resized,
+        IntervalMethod::Auto,
+    ];
+
+    /// Stable name ("wald", "bootstrap", "resized", "auto").
+    pub fn name(self) -> &'static str {
+        match self {
+            IntervalMethod::Wald => "wald",
+            IntervalMethod::Bootstrap => "bootstrap",
+            IntervalMethod::Resized => "resized",
+            IntervalMethod::Auto => "auto",
+        }
+    }
+
+    /// Parses a name as produced by [`IntervalMethod::name`].
+    pub fn from_name(name: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "intervals",
+                    format!(
+                        "unknown interval method `{name}` (expected wald, bootstrap, resized or auto)"
+                    ),
+                )
+            })
+    }
+
+    /// Position in [`IntervalMethod::ALL`] (the C and file code).
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+}
+
+/// Refits of the percentile bootstrap by default (fewer, 50-100, cover only 0.90-0.95).
+pub const DEFAULT_BOOTSTRAP_REPS: usize = 400;
+/// Refits of the resized bootstrap by default (after the shrink search).
+pub const DEFAULT_RESIZED_REPS: usize = 100;
+/// Fewest bootstrap refits accepted (a percentile needs a distribution).
+pub const MIN_REPS: usize = 10;
+/// Most bootstrap refits accepted (the draws are stored: `4 B (d1 + d2)` bytes).
+pub const MAX_REPS: usize = 100_000;
+
+/// `auto` picks [`IntervalMethod::Resized`] above this `d1 / n`, and the diagnostics warn that
+/// Wald under-covers above it. At `d1 / n = 0.06` the MLE is inflated by 11% and gamma's Wald
+/// interval covers 0.85; the inflation grows roughly linearly in `d1 / n` (Sur & Candès 2019),
+/// so at 0.02 it is ~3-4%, about a tenth of a typical SE in the direction of theta.
+pub const HIGH_DIMENSION_RATIO: f64 = 0.02;
+/// `auto` picks [`IntervalMethod::Bootstrap`] below this many comparisons per parameter
+/// (`n / (d1 + d2)`), and the diagnostics warn that Wald under-covers below it: the paper's
+/// design has Wald reward coverage 0.86 at 40 per parameter (n = 200), 0.90 at 120 (n = 600)
+/// and reaches 0.95 only around 1,600 (n = 8,000).
+pub const SMALL_SAMPLE_PER_PARAMETER: f64 = 1000.0;
+
+/// The interval method asked for at fit time, with its settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IntervalOptions {
+    /// The method. Default [`IntervalMethod::Wald`].
+    pub method: IntervalMethod,
+    /// Bootstrap refits `B`; `None` = the method's default ([`DEFAULT_BOOTSTRAP_REPS`],
+    /// [`DEFAULT_RESIZED_REPS`]). Ignored by Wald.
+    pub reps: Option<usize>,
+    /// Seed of the label draws (the CLI passes `--seed`). Default 0.
+    pub seed: u64,
+}
+
+impl IntervalOptions {
+    /// Checks `reps` against [`MIN_REPS`]..=[`MAX_REPS`].
+    pub fn check(&self) -> Result<()> {
+        match self.reps {
+            Some(b) if !(MIN_REPS..=MAX_REPS).contains(&b) => Err(Error::invalid(
+                "bootstrap_reps",
+                format!("must lie in [{MIN_REPS}, {MAX_REPS}]; got {b}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What `auto` picks for a problem of this shape (see [`HIGH_DIMENSION_RATIO`] and
+/// [`SMALL_SAMPLE_PER_PARAMETER`]):
+///
+/// 1. `d1 / n > 0.02`: [`IntervalMethod::Resized`] (the MLE is inflated; the plain bootstrap
+///    doubles the bias);
+/// 2. else fewer than 1,000 comparisons per parameter: [`IntervalMethod::Bootstrap`];
+/// 3. else [`IntervalMethod::Wald`] (large samples: the Wald interval is accurate and free).
+pub fn auto_pick(n: usize, d1: usize, d2: usize) -> IntervalMethod {
+    let (n, d1, p) = (n as f64, d1 as f64, (d1 + d2) as f64);
+    if d1 / n > HIGH_DIMENSION_RATIO {
+        IntervalMethod::Resized
+    } else if n / p < SMALL_SAMPLE_PER_PARAMETER {
+        IntervalMethod::Bootstrap
+    } else {
+        IntervalMethod::Wald
+    }
+}
+
+/// A model's interval method and, for the bootstrap methods, the refits' draws and figures.
+/// Immutable; built by [`calibrate`] (or read from a model file via [`Calibration::from_parts`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
+    requested: IntervalMethod,
+    method: IntervalMethod,
+    reps: usize,
+    seed: u64,
+    diverged: usize,
+    shrink: f64,
+    alpha_hat: f64,
+    c_hat: f64,
+    gamma_bias: Vec<f64>,
+    /// `B x d1`, row-major.
+    theta_draws: Vec<f32>,
+    /// `B x d2`, row-major.
+    gamma_draws: Vec<f32>,
+}
+
+/// Which kind of linear functional an interval is for (the resized bootstrap corrects theta
+/// and gamma differently).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Target {
+    /// A functional of theta (a reward, a difference, a coefficient): resized divides the
+    /// estimate and the spread by `alpha_hat`.
+    Theta,
+    /// A functional of gamma: resized subtracts `bias` (the functional applied to the
+    /// estimated bias of gamma_hat).
+    Gamma {
+        /// The functional applied to [`Calibration::gamma_bias`].
+        bias: f64,
+    },
+}
+
+impl Calibration {
+    /// The Wald method (nothing stored); `requested` is `Wald` or `Auto` (auto picked Wald).
+    pub fn wald(requested: IntervalMethod) -> Self {
+        Calibration {
+            requested,
+            method: IntervalMethod::Wald,
+            reps: 0,
+            seed: 0,
+            diverged: 0,
+            shrink: 1.0,
+            alpha_hat: 1.0,
+            c_hat: 1.0,
+            gamma_bias: Vec::new(),
+            theta_draws: Vec::new(),
+            gamma_draws: Vec::new(),
+        }
+    }
+
+    /// Assembles a calibration from stored parts, checked: `method` is Bootstrap or Resized
+    /// with `reps >= 1` draws (`theta_draws` `reps x d1`, `gamma_draws` `reps x d2`,
+    /// `gamma_bias` `d2`, finite), `alpha_hat > 0` and the other figures finite; or Wald with
+    /// no draws.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_parts(
+        requested: IntervalMethod,
+        method: IntervalMethod,
+        reps: usize,
+        seed: u64,
+        diverged: usize,
+        figures: [f64; 3],
+        gamma_bias: Vec<f64>,
+        theta_draws: Vec<f32>,
+        gamma_draws: Vec<f32>,
+        d1: usize,
+        d2: usize,
+    ) -> Result<Self> {
+        let [shrink, alpha_hat, c_hat] = figures;
+        if method == IntervalMethod::Auto {
+            return Err(Error::invalid("intervals", "auto is not a resolved method"));
+        }
+        if requested != method && requested != IntervalMethod::Auto {
+            return Err(Error::invalid(
+                "intervals",
+                format!(
+                    "requested {} but carries {}",
+                    requested.name(),
+                    method.name()
+                ),
+            ));
+        }
+        if method == IntervalMethod::Wald {
+            // One representation only (the file format is canonical): no draws, no figures.
+            if reps != 0
+                || seed != 0
+                || diverged != 0
+                || figures != [1.0; 3]
+                || !theta_draws.is_empty()
+                || !gamma_draws.is_empty()
+                || !gamma_bias.is_empty()
+            {
+                return Err(Error::invalid(
+                    "intervals",
+                    "wald carries no draws, seed, diverged count or figures other than 1",
+                ));
+            }
+            return Ok(Calibration::wald(requested));
+        }
+        if reps == 0 || reps.checked_mul(d1) != Some(theta_draws.len()) {
+            return Err(Error::dims(
+                "theta_draws",
+                format!("B x d1 = {reps} x {d1} values, B >= 1"),
+                theta_draws.len(),
+            ));
+        }
+        if reps.checked_mul(d2) != Some(gamma_draws.len()) {
+            return Err(Error::dims(
+                "gamma_draws",
+                format!("B x d2 = {reps} x {d2} values"),
+                gamma_draws.len(),
+            ));
+        }
+        if gamma_bias.len() != d2 {
+            return Err(Error::dims(
+                "gamma_bias",
+                format!("{d2} values"),
+                gamma_bias.len(),
+            ));
+        }
+        if diverged > reps {
+            return Err(Error::invalid(
+                "intervals",
+                "more diverged refits than refits",
+            ));
+        }
+        let finite = figures.iter().chain(&gamma_bias).all(|v| v.is_finite())
+            && theta_draws
+                .iter()
+                .chain(&gamma_draws)
+                .all(|v| v.is_finite());
+        if !finite || alpha_hat <= 0.0 {
+            return Err(Error::invalid(
+                "intervals",
+                "non-finite figures or draws, or alpha_hat <= 0",
+            ));
+        }
+        Ok(Calibration {
+            requested,
+            method,
+            reps,
+            seed,
+            diverged,
+            shrink,
+            alpha_hat,
+            c_hat,
+            gamma_bias,
+            theta_draws,
+            gamma_draws,
+        })
+    }
+
+    /// The method the intervals use (never `Auto`).
+    pub fn method(&self) -> IntervalMethod {
+        self.method
+    }
+    /// The method asked for at fit time (`Auto` when auto picked [`Calibration::method`]).
+    pub fn requested(&self) -> IntervalMethod {
+        self.requested
+    }
+    /// True for the bootstrap methods (intervals come from the stored draws).
+    pub fn uses_draws(&self) -> bool {
+        self.method != IntervalMethod::Wald
+    }
+    /// Number of bootstrap refits B (0 for Wald).
+    pub fn reps(&self) -> usize {
+        self.reps
+    }
+    /// Seed of the label draws.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// Refits that did not converge (kept at their last iterate).
+    pub fn diverged(&self) -> usize {
+        self.diverged
+    }
+    /// The resized bootstrap's shrink `s` (1 otherwise).
+    pub fn shrink(&self) -> f64 {
+        self.shrink
+    }
+    /// The resized bootstrap's inflation estimate `alpha_hat` (1 otherwise).
+    pub fn alpha_hat(&self) -> f64 {
+        self.alpha_hat
+    }
+    /// Mean over (up to 256) training rows `z_i` of `SD*(z_i) / (alpha_hat se_wald(z_i))`:
+    /// `r_hat / alpha_hat +- q c_hat se_wald` serves at Wald's cost (1 for Wald).
+    pub fn c_hat(&self) -> f64 {
+        self.c_hat
+    }
+    /// Bias of gamma_hat estimated by the resized bootstrap (zeros for the plain bootstrap,
+    /// empty for Wald).
+    pub fn gamma_bias(&self) -> &[f64] {
+        &self.gamma_bias
+    }
+    /// The refits' theta, `B x d1` row-major `f32` (empty for Wald).
+    pub fn theta_draws(&self) -> &[f32] {
+        &self.theta_draws
+    }
+    /// The refits' gamma, `B x d2` row-major `f32` (empty for Wald).
+    pub fn gamma_draws(&self) -> &[f32] {
+        &self.gamma_draws
+    }
+
+    /// `theta*_b . phi` for every draw `b` (`O(B d1)`; `phi` of length d1).
+    pub fn theta_projections(&self, phi: &[f64]) -> Vec<f64> {
+        self.theta_draws
+            .chunks_exact(phi.len())
+            .map(|row| dot_f32(phi, row))
+            .collect()
+    }
+
+    /// `psi0 + gamma*_b . psi` for every draw `b`.
+    pub fn gamma_projections(&self, psi0: f64, psi: &[f64]) -> Vec<f64> {
+        if psi.is_empty() {
+            return vec![psi0; self.reps];
+        }
+        self.gamma_draws
+            .chunks_exact(psi.len())
+            .map(|row| psi0 + dot_f32(psi, row))
+            .collect()
+    }
+
+    /// The `(1 - alpha)` interval of a linear functional with estimate `hat` whose values at
+    /// the draws are `projections` (reordered in place): percentile for the bootstrap,
+    /// `hat / alpha_hat +- q SD / alpha_hat` (theta) or `hat - bias +- q SD` (gamma) for the
+    /// resized bootstrap; `se` is the draws' SD on the reported scale. Only for the bootstrap
+    /// methods (Wald intervals come from the model's covariance).
+    pub fn functional(
+        &self,
+        hat: f64,
+        projections: &mut [f64],
+        alpha: f64,
+        target: Target,
+    ) -> RewardInterval {
+        let sd = sample_sd(projections);
+        match self.method {
+            IntervalMethod::Resized => {
+                let (center, se) = match target {
+                    Target::Theta => (hat / self.alpha_hat, sd / self.alpha_hat),
+                    Target::Gamma { bias } => (hat - bias, sd),
+                };
+                let q = critical_value(alpha);
+                RewardInterval {
+                    reward: center,
+                    se,
+                    lower: center - q * se,
+                    upper: center + q * se,
+                }
+            }
+            _ => {
+                projections.sort_unstable_by(f64::total_cmp);
+                RewardInterval {
+                    reward: hat,
+                    se: sd,
+                    lower: quantile_sorted(projections, alpha / 2.0),
+                    upper: quantile_sorted(projections, 1.0 - alpha / 2.0),
+                }
+            }
+        }
+    }
+
+    /// Two-sided p-value of "functional = 0" consistent with [`Calibration::functional`]'s
+    /// interval: the percentile bootstrap's `2 min(#{v_b <= 0}, #{v_b >= 0}) / B` (capped at 1),
+    /// the normal p-value of `center / se` for the resized bootstrap.
+    pub fn p_value(&self, interval: &RewardInterval, projections: &[f64]) -> f64 {
+        match self.method {
+            IntervalMethod::Resized => {
+                if interval.se > 0.0 {
+                    crate::stats::two_sided_p_value(interval.reward / interval.se)
+                } else if interval.reward == 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            _ => {
+                let below = projections.iter().filter(|&&v| v <= 0.0).count();
+                let above = projections.iter().filter(|&&v| v >= 0.0).count();
+                (2.0 * below.min(above) as f64 / projections.len().max(1) as f64).min(1.0)
+            }
+        }
+    }
+}
+
+/// Sample standard deviation (`B - 1` denominator; 0 for fewer than two values).
+pub fn sample_sd(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+}
+
+/// The `p`-quantile of sorted values, linear interpolation between order statistics (type 7:
+/// `h = (B - 1) p`).
+pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+    let h = (sorted.len() - 1) as f64 * p.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// The figures every fit reports about its intervals (issue 11): `d1 / n`, whether the MLE is
+/// finite, `max |gamma_hat|`, the share of bootstrap refits that diverged, and a plain-words
+/// warning when the model's intervals are Wald and Wald is known to under-cover here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalDiagnostics {
+    /// `d1 / n`.
+    pub d1_over_n: f64,
+    /// The fit converged to a finite optimum (false: the likelihood runs off into the
+    /// `|gamma| -> infinity` valley or the data are separated, or the solver stopped early).
+    pub mle_finite: bool,
+    /// `max_k |gamma_hat_k|` (0 when d2 = 0).
+    pub max_abs_gamma: f64,
+    /// Share of bootstrap refits that did not converge (0 for Wald).
+    pub diverged_share: f64,
+    /// Why Wald intervals are not to be trusted here, if they are the model's; `None` otherwise.
+    pub warning: Option<String>,
+}
+
+/// The [`IntervalDiagnostics`] of a fit of `n` samples with this report, estimate and
+/// calibration.
+pub fn diagnostics(
+    n: usize,
+    params: &Params,
+    report: &FitReport,
+    calibration: &Calibration,
+) -> IntervalDiagnostics {
+    let (d1, d2) = (params.theta.len(), params.gamma.len());
+    let mle_finite = report.converged && report.termination == Termination::Converged;
+    let max_abs_gamma = params.gamma.iter().fold(0.0f64, |m, g| m.max(g.abs()));
+    let d1_over_n = d1 as f64 / n.max(1) as f64;
+    let per_param = n as f64 / (d1 + d2) as f64;
+    let mut warnings = Vec::new();
+    if !mle_finite {
+        warnings.push(format!(
+            "the fit did not reach a finite optimum ({}): the likelihood may have no finite \
+             maximiser (|gamma| -> infinity) and no interval is reliable",
+            report.termination.name()
+        ));
+    }
+    if calibration.method() == IntervalMethod::Wald {
+        if d1_over_n > HIGH_DIMENSION_RATIO {
+            warnings.push(format!(
+                "d1/n = {d1_over_n:.3} > {HIGH_DIMENSION_RATIO}: in high dimension the MLE is \
+                 inflated away from zero and Wald intervals under-cover (gamma 0.85 at d1/n = \
+                 0.06); refit with --intervals resized (or auto)"
+            ));
+        } else if per_param < SMALL_SAMPLE_PER_PARAMETER {
+            warnings.push(format!(
+                "only {per_param:.0} comparisons per parameter: Wald reward intervals \
+                 under-cover here (0.86 at n = 200, 0.90 at n = 600 in the paper's design); \
+                 refit with --intervals bootstrap (or auto)"
+            ));
+        }
+    }
+    let diverged_share = if calibration.reps() > 0 {
+        calibration.diverged() as f64 / calibration.reps() as f64
+    } else {
+        0.0
+    };
+    if diverged_share > 0.05 {
+        warnings.push(format!(
+            "{:.0}% of the bootstrap refits did not converge (kept at their last iterate): the \
+             estimate is near the |gamma| -> infinity valley and the intervals are wide",
+            100.0 * diverged_share
+        ));
+    }
+    IntervalDiagnostics {
+        d1_over_n,
+        mle_finite,
+        max_abs_gamma,
+        diverged_share,
+        warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
+    }
+}
+
+/// Computes the calibration of a fitted (Wald) `model` of `data` asked for by `options`, on
+/// the current rayon pool: resolves `auto`, runs the bootstrap's refits, and returns the
+/// [`Calibration`] to attach with [`RewardModel::with_calibration`].
+///
+/// Errors: invalid `options`, [`Error::Cancelled`] (checked before every refit iteration),
+/// [`Error::NotConverged`] when the resized bootstrap cannot estimate a positive inflation.
+pub fn calibrate(
+    data: &Dataset,
+    model: &RewardModel,
+    options: &IntervalOptions,
+    tol: f64,
+    cancel: Option<&AtomicBool>,
+) -> Result<Calibration> {
+    options.check()?;
+    let method = match options.method {
+        IntervalMethod::Auto => auto_pick(data.n(), data.d1(), data.d2()),
+        m => m,
+    };
+    let settings = draws::Settings::new(data, tol, cancel);
+    let mut cal = match method {
+        IntervalMethod::Wald | IntervalMethod::Auto => {
+            return Ok(Calibration::wald(options.method));
+        }
+        IntervalMethod::Bootstrap => {
+            let reps = options.reps.unwrap_or(DEFAULT_BOOTSTRAP_REPS);
+            let set = draws::parametric(
+                data,
+                model.params(),
+                model.params(),
+                reps,
+                options.seed,
+                draws::Stream::Bootstrap,
+                &settings,
+            )?;
+            Calibration {
+                requested: options.method,
+                method,
+                reps,
+                seed: options.seed,
+                diverged: set.diverged,
+                shrink: 1.0,
+                alpha_hat: 1.0,
+                c_hat: 1.0,
+                gamma_bias: vec![0.0; data.d2()],
+                theta_draws: set.theta,
+                gamma_draws: set.gamma,
+            }
+        }
+        IntervalMethod::Resized => {
+            let reps = options.reps.unwrap_or(DEFAULT_RESIZED_REPS);
+            let r = resized::run(data, model.params(), reps, options.seed, &settings)?;
+            Calibration {
+                requested: options.method,
+                method,
+                reps,
+                seed: options.seed,
+                diverged: r.draws.diverged,
+                shrink: r.shrink,
+                alpha_hat: r.alpha_hat,
+                c_hat: 1.0,
+                gamma_bias: r.gamma_bias,
+                theta_draws: r.draws.theta,
+                gamma_draws: r.draws.gamma,
+            }
+        }
+    };
+    cal.c_hat = c_hat(data, model, &cal);
+    Ok(cal)
+}
+
+/// Training rows used for `c_hat`.
+const C_HAT_ROWS: usize = 256;
+
+/// `c_hat`: mean over the first (up to 256) training rows `z_i` with a positive Wald SE of
+/// `SD*(z_i) / (alpha_hat se_wald(z_i))`.
+fn c_hat(data: &Dataset, model: &RewardModel, cal: &Calibration) -> f64 {
+    let d1 = data.d1();
+    let rows = data.n().min(C_HAT_ROWS);
+    let z: Vec<f64> = match data.features() {
+        crate::data::FeatureMatrix::F64(v) => v[..rows * d1].to_vec(),
+        crate::data::FeatureMatrix::F32(v) => {
+            v[..rows * d1].iter().map(|&x| f64::from(x)).collect()
+        }
+    };
+    let ses = model.reward_se_batch(&z);
+    let (mut sum, mut count) = (0.0, 0usize);
+    for (phi, se) in z.chunks_exact(d1).zip(ses) {
+        if se > 0.0 {
+            sum += sample_sd(&cal.theta_projections(phi)) / (cal.alpha_hat * se);
+            count += 1;
+        }
+    }
+    if count == 0 {
+        1.0
+    } else {
+        sum / count as f64
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,327 @@
+use super::*;
+use crate::fit::{FitControl, FitOptions};
+use crate::inference::CovarianceKind;
+use crate::sim::{homogeneous, paper_simulation, ActionDesign};
+
+fn fit(data: &Dataset, method: IntervalMethod, reps: Option<usize>, threads: usize) -> RewardModel {
+    let options = FitOptions {
+        threads,
+        ..FitOptions::default()
+    };
+    let intervals = IntervalOptions {
+        method,
+        reps,
+        seed: 5,
+    };
+    RewardModel::estimate_with(
+        data,
+        &options,
+        CovarianceKind::Expected,
+        &intervals,
+        &FitControl::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn quantiles_and_sd_match_textbook_values() {
+    let v: Vec<f64> = (1..=5).map(f64::from).collect();
+    assert_eq!(quantile_sorted(&v, 0.0), 1.0);
+    assert_eq!(quantile_sorted(&v, 1.0), 5.0);
+    assert_eq!(quantile_sorted(&v, 0.5), 3.0);
+    assert!((quantile_sorted(&v, 0.1) - 1.4).abs() < 1e-12); // h = 0.4
+    assert!((sample_sd(&v) - 2.5f64.sqrt()).abs() < 1e-12);
+    assert_eq!(sample_sd(&[3.0]), 0.0);
+}
+
+#[test]
+fn auto_follows_its_documented_rules() {
+    // The paper's §6.1 design: 5 parameters.
+    assert_eq!(auto_pick(200, 3, 2), IntervalMethod::Bootstrap);
+    assert_eq!(auto_pick(600, 3, 2), IntervalMethod::Bootstrap);
+    assert_eq!(auto_pick(10_000, 3, 2), IntervalMethod::Wald);
+    // The LLM application's shape (d1/n = 0.06), scaled and at paper scale.
+    assert_eq!(auto_pick(3400, 205, 4), IntervalMethod::Resized);
+    assert_eq!(auto_pick(33_845, 2048, 38), IntervalMethod::Resized);
+    // The thresholds themselves.
+    assert_eq!(auto_pick(1000, 20, 0), IntervalMethod::Bootstrap); // d1/n = 0.02 exactly
+    assert_eq!(auto_pick(1000, 21, 0), IntervalMethod::Resized);
+    assert_eq!(auto_pick(100_000, 100, 0), IntervalMethod::Wald); // 1000 per parameter
+    assert_eq!(auto_pick(99_999, 100, 0), IntervalMethod::Bootstrap);
+}
+
+#[test]
+fn options_are_checked() {
+    for bad in [0, 1, MIN_REPS - 1, MAX_REPS + 1] {
+        let o = IntervalOptions {
+            reps: Some(bad),
+            ..IntervalOptions::default()
+        };
+        let e = o.check().unwrap_err();
+        assert!(e.to_string().contains("bootstrap_reps"), "{e}");
+    }
+    for name in ["wald", "bootstrap", "resized", "auto"] {
+        assert_eq!(IntervalMethod::from_name(name).unwrap().name(), name);
+    }
+    assert!(IntervalMethod::from_name("profile").is_err());
+}
+
+#[test]
+fn bootstrap_is_deterministic_whatever_the_thread_count() {
+    let data = paper_simulation(200, ActionDesign::Uniform, 11);
+    let one = fit(&data, IntervalMethod::Bootstrap, Some(40), 1);
+    let three = fit(&data, IntervalMethod::Bootstrap, Some(40), 3);
+    assert_eq!(one.calibration(), three.calibration());
+    assert_eq!(one.calibration().reps(), 40);
+    assert_eq!(one.calibration().theta_draws().len(), 40 * 3);
+    assert_eq!(one.calibration().gamma_draws().len(), 40 * 2);
+    // Another seed gives other draws.
+    let other = RewardModel::estimate_with(
+        &data,
+        &FitOptions::default(),
+        CovarianceKind::Expected,
+        &IntervalOptions {
+            method: IntervalMethod::Bootstrap,
+            reps: Some(40),
+            seed: 6,
+        },
+        &FitControl::default(),
+    )
+    .unwrap();
+    assert_ne!(
+        one.calibration().theta_draws(),
+        other.calibration().theta_draws()
+    );
+}
+
+/// Textbook case: homogeneous logistic regression with n >> d1, where the bootstrap spread
+/// must match the Fisher SE and the percentile interval the Wald one.
+#[test]
+fn bootstrap_spread_matches_the_information_in_a_regular_problem() {
+    let data = homogeneous(4000, &[0.5, -1.0, 0.25], 3);
+    let model = fit(&data, IntervalMethod::Bootstrap, Some(400), 0);
+    let wald = model.wald();
+    for j in 0..3 {
+        let b = model.theta_interval(j, 0.05);
+        let w = wald.theta_interval(j, 0.05);
+        assert_eq!(b.reward, w.reward);
+        let ratio = b.se / w.se;
+        assert!(
+            (0.88..1.12).contains(&ratio),
+            "theta[{j}]: SD*/SE = {ratio}"
+        );
+        let (lb, lw) = (b.upper - b.lower, w.upper - w.lower);
+        assert!(
+            (lb / lw - 1.0).abs() < 0.15,
+            "theta[{j}]: lengths {lb} vs {lw}"
+        );
+        assert!(b.lower < b.reward && b.reward < b.upper);
+    }
+    let cal = model.calibration();
+    assert_eq!(cal.diverged(), 0);
+    assert!((cal.c_hat() - 1.0).abs() < 0.1, "c_hat {}", cal.c_hat());
+    assert_eq!(cal.alpha_hat(), 1.0);
+}
+
+/// In high dimension (d1 / n = 0.06, strong signal) the MLE is inflated: the resized bootstrap
+/// finds a shrink below 1 and an inflation above 1, and its theta intervals are centred on
+/// theta_hat / alpha_hat; in a low-dimensional problem alpha_hat is about 1.
+#[test]
+fn resized_bootstrap_finds_the_inflation() {
+    let d1 = 60;
+    let theta: Vec<f64> = (0..d1)
+        .map(|j| {
+            if j % 3 == 0 {
+                2.0 / (20f64).sqrt()
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let data = homogeneous(1000, &theta, 17);
+    let model = fit(&data, IntervalMethod::Resized, Some(60), 0);
+    let cal = model.calibration();
+    assert_eq!(cal.method(), IntervalMethod::Resized);
+    assert!(cal.shrink() < 0.97, "shrink {}", cal.shrink());
+    assert!(
+        (1.03..1.4).contains(&cal.alpha_hat()),
+        "alpha_hat {}",
+        cal.alpha_hat()
+    );
+    let ci = model.theta_interval(0, 0.05);
+    assert!((ci.reward - model.theta()[0] / cal.alpha_hat()).abs() < 1e-12);
+    assert!((ci.upper + ci.lower - 2.0 * ci.reward).abs() < 1e-9);
+
+    let low = homogeneous(4000, &[0.5, -1.0, 0.25], 3);
+    let model = fit(&low, IntervalMethod::Resized, Some(100), 0);
+    let a = model.calibration().alpha_hat();
+    assert!((a - 1.0).abs() < 0.03, "low-dimensional alpha_hat {a}");
+}
+
+#[test]
+fn every_consumer_uses_the_draws_and_differences_are_exact() {
+    let data = paper_simulation(300, ActionDesign::Uniform, 4);
+    let model = fit(&data, IntervalMethod::Bootstrap, Some(200), 0);
+    let cal = model.calibration();
+    let (phi0, phi1) = ([0.0625, 0.125, 0.125], [0.25, 0.5, 0.5]);
+    // Score: the percentile of the refits' rewards.
+    let r = model.score(&phi0, 0.1).unwrap();
+    let mut v = cal.theta_projections(&phi0);
+    v.sort_by(f64::total_cmp);
+    assert_eq!(r.lower, quantile_sorted(&v, 0.05));
+    assert_eq!(r.upper, quantile_sorted(&v, 0.95));
+    assert_eq!(r.reward, model.reward(&phi0));
+    // Compare: the interval of theta* . (phi0 - phi1), whatever the variance method.
+    let delta: Vec<f64> = phi0.iter().zip(&phi1).map(|(a, b)| a - b).collect();
+    let mut dv = cal.theta_projections(&delta);
+    let want = cal.functional(
+        model.reward(&phi0) - model.reward(&phi1),
+        &mut dv,
+        0.05,
+        Target::Theta,
+    );
+    for method in [
+        crate::select::DiffMethod::Exact,
+        crate::select::DiffMethod::Independent,
+        crate::select::DiffMethod::Bound,
+    ] {
+        let c = crate::select::compare(&model, &phi0, &phi1, 0.05, method).unwrap();
+        assert_eq!((c.lower, c.upper, c.se), (want.lower, want.upper, want.se));
+        // The verdict and the p-value agree (up to the percentile's interpolation).
+        if c.verdict == crate::select::Verdict::Tie {
+            assert!(c.p_value >= 0.05 - 2.0 / 200.0, "{c:?}");
+        } else {
+            assert!(c.p_value <= 0.05 + 2.0 / 200.0, "{c:?}");
+        }
+    }
+    // pBoN's lower bound is the calibrated lower end.
+    let phis = [phi0, phi1].concat();
+    let sel =
+        crate::select::select(&model, &phis, None, 0.05, crate::select::Policy::Pbon).unwrap();
+    assert_eq!(
+        sel.candidates[0].interval,
+        model.score(&phi0, 0.05).unwrap()
+    );
+    let best =
+        crate::select::select_best(&model, &phis, None, 0.05, crate::select::Policy::Pbon).unwrap();
+    assert_eq!(best.index, sel.index);
+    // Rationality and coefficients come from the gamma draws.
+    let (sigma, se) = model.rationality(1.0, &[0.5, 0.25]).unwrap();
+    let g = cal.gamma_projections(1.0, &[0.5, 0.25]);
+    assert!((sigma - (1.0 + 0.5 * model.gamma()[0] + 0.25 * model.gamma()[1])).abs() < 1e-12);
+    assert!((se - sample_sd(&g)).abs() < 1e-12);
+    // The paper's Wald figures stay reachable.
+    let w = model.wald().score(&phi0, 0.1).unwrap();
+    let q = critical_value(0.1);
+    let se_w = model.reward_se(&phi0);
+    assert_eq!(w.upper, model.reward(&phi0) + q * se_w);
+}
+
+#[test]
+fn diagnostics_warn_where_wald_under_covers() {
+    let small = paper_simulation(200, ActionDesign::Uniform, 2);
+    let model = fit(&small, IntervalMethod::Wald, None, 0);
+    let d = model.diagnostics();
+    assert!((d.d1_over_n - 3.0 / 200.0).abs() < 1e-15);
+    assert_eq!(
+        d.max_abs_gamma,
+        model.gamma()[0].abs().max(model.gamma()[1].abs())
+    );
+    assert_eq!(d.diverged_share, 0.0);
+    assert!(d
+        .warning
+        .as_deref()
+        .unwrap()
+        .contains("comparisons per parameter"));
+    // With bootstrap intervals the small-sample warning goes away.
+    let boot = fit(&small, IntervalMethod::Bootstrap, Some(20), 0);
+    let d = boot.diagnostics();
+    if d.mle_finite && d.diverged_share <= 0.05 {
+        assert!(d.warning.is_none(), "{:?}", d.warning);
+    }
+    // Large n: no warning.
+    let big = homogeneous(20_000, &[0.5, -1.0], 1);
+    assert!(fit(&big, IntervalMethod::Wald, None, 0)
+        .diagnostics()
+        .warning
+        .is_none());
+    // Auto says what it picked.
+    let auto = fit(&small, IntervalMethod::Auto, Some(20), 0);
+    assert_eq!(auto.calibration().requested(), IntervalMethod::Auto);
+    assert_eq!(auto.calibration().method(), IntervalMethod::Bootstrap);
+    let auto = fit(&big, IntervalMethod::Auto, None, 0);
+    assert_eq!(auto.calibration().method(), IntervalMethod::Wald);
+    assert_eq!(auto.calibration().requested(), IntervalMethod::Auto);
+}
+
+#[test]
+fn stored_parts_are_checked() {
+    let ok = |theta: Vec<f32>, gamma: Vec<f32>, bias: Vec<f64>, figures: [f64; 3]| {
+        Calibration::from_parts(
+            IntervalMethod::Bootstrap,
+            IntervalMethod::Bootstrap,
+            2,
+            0,
+            0,
+            figures,
+            bias,
+            theta,
+            gamma,
+            2,
+            1,
+        )
+    };
+    assert!(ok(vec![0.0; 4], vec![0.0; 2], vec![0.0], [1.0; 3]).is_ok());
+    assert!(ok(vec![0.0; 3], vec![0.0; 2], vec![0.0], [1.0; 3]).is_err());
+    assert!(ok(vec![0.0; 4], vec![0.0; 1], vec![0.0], [1.0; 3]).is_err());
+    assert!(ok(vec![0.0; 4], vec![0.0; 2], vec![], [1.0; 3]).is_err());
+    assert!(ok(vec![f32::NAN; 4], vec![0.0; 2], vec![0.0], [1.0; 3]).is_err());
+    assert!(ok(vec![0.0; 4], vec![0.0; 2], vec![0.0], [1.0, 0.0, 1.0]).is_err());
+    let wald_with_draws = Calibration::from_parts(
+        IntervalMethod::Wald,
+        IntervalMethod::Wald,
+        1,
+        0,
+        0,
+        [1.0; 3],
+        vec![],
+        vec![0.0; 2],
+        vec![],
+        2,
+        0,
+    );
+    assert!(wald_with_draws.is_err());
+    // Wald has one representation (the model file is canonical): no seed, no figures.
+    let wald = |seed: u64, figures: [f64; 3]| {
+        Calibration::from_parts(
+            IntervalMethod::Wald,
+            IntervalMethod::Wald,
+            0,
+            seed,
+            0,
+            figures,
+            vec![],
+            vec![],
+            vec![],
+            2,
+            0,
+        )
+    };
+    assert!(wald(0, [1.0; 3]).is_ok());
+    assert!(wald(1, [1.0; 3]).is_err());
+    assert!(wald(0, [1.0, 2.0, 1.0]).is_err());
+    let auto_unresolved = Calibration::from_parts(
+        IntervalMethod::Auto,
+        IntervalMethod::Auto,
+        0,
+        0,
+        0,
+        [1.0; 3],
+        vec![],
+        vec![],
+        vec![],
+        2,
+        0,
+    );
+    assert!(auto_unresolved.is_err());
+}
