@@ -11,11 +11,13 @@
 //!   per-cluster score sums keyed by cluster id); [`ShardStats::merge`] adds two answers
 //!   (clusters by key), [`ShardStats::to_bytes`] / [`ShardStats::from_bytes`] move them
 //!   between processes as versioned, checksummed little-endian bytes.
+//! * [`driver`] — the driver-side fit over an [`driver::Oracle`].
 //!
 //! The per-sample math is [`crate::likelihood`]'s: a shard's sums are its means times its
 //! row count. Merging in a fixed order (shard index) makes the result deterministic; a
 //! different partitioning changes it only by rounding.
 
+pub mod driver;
 mod wire;
 
 use crate::data::Dataset;
