@@ -19,7 +19,8 @@
 //!   the driver ([`DistributedFit::model`]).
 //!
 //! Unlike [`crate::fit::fit`], the driver runs the default start only (no random restarts:
-//! each would cost a full fit of rounds); `Init::Random` and the agd solver are refused.
+//! each would cost a full fit of rounds); `Init::Random` and the agd solver are refused, and
+//! `FitOptions::restarts` and `threads` are not used (the oracle's workers own the passes).
 
 use super::{merge_in_order, merge_summaries, Request, ShardStats, ShardSummary};
 use crate::data::Dataset;
@@ -304,22 +305,26 @@ impl Driver<'_, '_> {
     }
 
     /// One round: the mean NLL and gradient at `params`; with `matrices`, also the expected
-    /// information and (when d2 > 0; else it is the same matrix) the observed Hessian.
+    /// information and, in the dense variant, the observed Hessian (fetched when d2 > 0;
+    /// otherwise it is the same matrix). CG needs only the expected one (its preconditioner).
     fn point(&mut self, params: Params, matrices: bool) -> Result<Point> {
         let mut request = Request::at(params);
         request.value = true;
         let d2 = request.params.gamma.len();
         request.expected = matrices;
-        request.observed = matrices && d2 > 0;
+        request.observed = matrices && self.dense && d2 > 0;
         let stats = self.ask(&request)?;
         self.rounds.points += 1;
         let expected = match matrices {
             true => Some(stats.expected(self.n)?),
             false => None,
         };
-        let observed = match matrices && d2 > 0 {
-            true => Some(stats.observed(self.n)?),
-            false => expected.clone(),
+        let observed = if request.observed {
+            Some(stats.observed(self.n)?)
+        } else if self.dense {
+            expected.clone()
+        } else {
+            None
         };
         Ok(Point {
             params: request.params,
