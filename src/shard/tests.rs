@@ -321,3 +321,32 @@ fn summaries_catch_mismatched_shards() {
     assert!(merge_summaries(&[sa, damaged]).is_err());
     assert!(merge_summaries(&[]).is_err());
 }
+
+#[test]
+fn any_header_with_a_valid_checksum_is_read_or_refused_never_a_panic() {
+    // Every header byte set to values that stress sizes (0, 1, 0x7f, 0xff), the checksum made
+    // valid again so that the header checks, not the CRC, must catch the damage.
+    let (data, params) = fixture();
+    let small = split_rows(&data, &[(0..40).collect()]).remove(0);
+    let mut request = everything(&params, 5);
+    request.products.truncate(1);
+    let bytes = ShardStats::compute(&small, &request).unwrap().to_bytes();
+    let body = bytes.len() - 4;
+    for at in 0..56 {
+        for value in [0u8, 1, 0x7f, 0xff] {
+            let mut b = bytes[..body].to_vec();
+            if b[at] == value {
+                continue;
+            }
+            b[at] = value;
+            let crc = crc32fast::hash(&b);
+            b.extend_from_slice(&crc.to_le_bytes());
+            match ShardStats::from_bytes(&b) {
+                Err(Error::Format { .. }) => {}
+                // Only the row count (bytes 32..40) may change without breaking the layout.
+                Ok(s) => assert!((32..40).contains(&at), "byte {at} = {value}: read {s:?}"),
+                Err(e) => panic!("byte {at} = {value}: {e}"),
+            }
+        }
+    }
+}
