@@ -151,6 +151,15 @@ typedef struct hetreward_fitter hetreward_fitter;
 typedef struct hetreward_model hetreward_model;
 
 /**
+ * One shard's sums at given parameters (or the merged sums of several shards).
+ *
+ * Opaque. Created by hetreward_shard_stats_compute() or hetreward_shard_stats_from_bytes();
+ * freed by hetreward_shard_stats_free(). hetreward_shard_stats_merge() changes its first
+ * argument (exclusive use); every other function takes it const.
+ */
+typedef struct hetreward_shard_stats hetreward_shard_stats;
+
+/**
  * Which algorithm fits the model: one of the HETREWARD_SOLVER_* values.
  */
 typedef uint32_t hetreward_solver;
@@ -509,6 +518,11 @@ typedef struct hetreward_candidate {
 } hetreward_candidate;
 
 /**
+ * What hetreward_shard_stats_compute() computes: a bitwise OR of the HETREWARD_SHARD_* values.
+ */
+typedef uint32_t hetreward_shard_sections;
+
+/**
  * Damped Newton / Fisher scoring with line search and multi-start (the default; fast).
  */
 #define HETREWARD_SOLVER_NEWTON 0
@@ -636,6 +650,41 @@ typedef struct hetreward_candidate {
  * Pessimistic Best-of-N: maximise lower - penalty (lower = reward - q_{1-alpha/2} se).
  */
 #define HETREWARD_POLICY_PBON 1
+
+/**
+ * The NLL sum and the gradient sum (length d1 + d2, theta first).
+ */
+#define HETREWARD_SHARD_VALUE 1
+
+/**
+ * Observed-Hessian-vector products, one per vector given.
+ */
+#define HETREWARD_SHARD_OBSERVED_PRODUCTS 2
+
+/**
+ * Expected-information-vector products, one per vector given.
+ */
+#define HETREWARD_SHARD_EXPECTED_PRODUCTS 4
+
+/**
+ * The expected (Fisher) information sum, packed lower triangle.
+ */
+#define HETREWARD_SHARD_EXPECTED 8
+
+/**
+ * The observed Hessian sum, packed lower triangle.
+ */
+#define HETREWARD_SHARD_OBSERVED 16
+
+/**
+ * The per-sample score outer-product sum (the robust covariance's meat), packed.
+ */
+#define HETREWARD_SHARD_MEAT 32
+
+/**
+ * The score sums per cluster id (the shard needs cluster ids).
+ */
+#define HETREWARD_SHARD_CLUSTERS 64
 
 #ifdef __cplusplus
 extern "C" {
@@ -1044,6 +1093,88 @@ hetreward_status hetreward_model_load_buffer(const uint8_t *buf,
  * Frees a model. NULL is a no-op. No other thread may be using the model.
  */
 void hetreward_model_free(struct hetreward_model *model);
+
+/**
+ * Computes a shard's sums at (theta, gamma).
+ *
+ * * `shard`: the shard's rows, as a dataset;
+ * * `theta`: d1 values, `gamma`: d2 values (may be NULL when d2 = 0); d1 and d2 must be the
+ *   shard's;
+ * * `sections`: what to compute, an OR of HETREWARD_SHARD_* values (at most one of the two
+ *   product kinds);
+ * * `vectors`: n_vectors x (d1 + d2) row-major, the vectors to multiply by the curvature when
+ *   a product section is asked for (n_vectors > 0 exactly then; NULL when n_vectors = 0);
+ * * `threads`: worker threads of the call's own pool (0 = all cores; an engine running one
+ *   task per core passes 1). Results do not depend on it.
+ *
+ * On success `*out_stats` receives new statistics, to be freed with
+ * hetreward_shard_stats_free(). Returns HETREWARD_NULL_POINTER, HETREWARD_DIMENSION_MISMATCH
+ * (d1 or d2 not the shard's, the vectors' length overflows), HETREWARD_NON_FINITE (theta, gamma or a vector),
+ * HETREWARD_INVALID_ARGUMENT (unknown or contradictory sections, vectors without a product
+ * section or the reverse, cluster sums on a shard without cluster ids, threads above 1024).
+ */
+hetreward_status hetreward_shard_stats_compute(const struct hetreward_dataset *shard,
+                                               const double *theta,
+                                               size_t d1,
+                                               const double *gamma,
+                                               size_t d2,
+                                               hetreward_shard_sections sections,
+                                               const double *vectors,
+                                               size_t n_vectors,
+                                               size_t threads,
+                                               struct hetreward_shard_stats **out_stats);
+
+/**
+ * Adds `other` (another shard's answer to the same request) into `stats`: counts and sums add,
+ * cluster sums add by id. Merge in a fixed order (shard index) for results that do not depend
+ * on scheduling. Returns HETREWARD_NULL_POINTER, HETREWARD_DIMENSION_MISMATCH (different
+ * dimensions, sections or number of products); on failure `stats` is unchanged.
+ */
+hetreward_status hetreward_shard_stats_merge(struct hetreward_shard_stats *stats,
+                                             const struct hetreward_shard_stats *other);
+
+/**
+ * The number of bytes hetreward_shard_stats_to_bytes() writes, through `out_size`.
+ * Returns HETREWARD_NULL_POINTER.
+ */
+hetreward_status hetreward_shard_stats_byte_size(const struct hetreward_shard_stats *stats,
+                                                 size_t *out_size);
+
+/**
+ * Writes the statistics as versioned, checksummed little-endian bytes (read back, in any
+ * process on any platform, by hetreward_shard_stats_from_bytes()) to `out_bytes`, which has
+ * room for `capacity` bytes; the size is hetreward_shard_stats_byte_size()'s. Returns
+ * HETREWARD_NULL_POINTER, HETREWARD_DIMENSION_MISMATCH (capacity too small: nothing written).
+ */
+hetreward_status hetreward_shard_stats_to_bytes(const struct hetreward_shard_stats *stats,
+                                                uint8_t *out_bytes,
+                                                size_t capacity);
+
+/**
+ * Reads statistics written by hetreward_shard_stats_to_bytes() (`len` bytes at `bytes`).
+ * On success `*out_stats` receives new statistics. Returns HETREWARD_NULL_POINTER,
+ * HETREWARD_BAD_FORMAT (too short, bad magic, another version, checksum mismatch, a length
+ * that does not match the header; the message says which).
+ */
+hetreward_status hetreward_shard_stats_from_bytes(const uint8_t *bytes,
+                                                  size_t len,
+                                                  struct hetreward_shard_stats **out_stats);
+
+/**
+ * The row count, NLL sum and gradient sum (`grad_len` must be d1 + d2) of statistics computed
+ * with HETREWARD_SHARD_VALUE. Returns HETREWARD_NULL_POINTER, HETREWARD_DIMENSION_MISMATCH
+ * (grad_len), HETREWARD_INVALID_ARGUMENT (the value was not computed).
+ */
+hetreward_status hetreward_shard_stats_value(const struct hetreward_shard_stats *stats,
+                                             uint64_t *out_n,
+                                             double *out_nll,
+                                             double *out_grad,
+                                             size_t grad_len);
+
+/**
+ * Frees statistics. NULL is a no-op.
+ */
+void hetreward_shard_stats_free(struct hetreward_shard_stats *stats);
 
 #ifdef __cplusplus
 }  // extern "C"

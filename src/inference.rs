@@ -194,19 +194,55 @@ pub fn covariance_factors(
     params: &Params,
     kind: CovarianceKind,
 ) -> Result<CovarianceFactors> {
-    let (d1, n) = (data.d1(), data.n() as f64);
+    let (n, d1) = (data.n(), data.d1());
+    match kind {
+        CovarianceKind::Expected => {
+            let info = expected_information(data, params);
+            factors_from_matrices(kind, info, None, n, d1)
+        }
+        CovarianceKind::Observed => {
+            factors_from_matrices(kind, observed_hessian(data, params), None, n, d1)
+        }
+        CovarianceKind::Robust | CovarianceKind::Cluster => {
+            let clustered = kind == CovarianceKind::Cluster;
+            if clustered && data.cluster().is_none() {
+                return Err(Error::invalid(
+                    "covariance",
+                    "`cluster` covariance needs cluster ids in the data",
+                ));
+            }
+            let meat = score_outer_product(data, params, clustered);
+            let hessian = observed_hessian(data, params);
+            factors_from_matrices(kind, hessian, Some(meat), n, d1)
+        }
+    }
+}
+
+/// [`covariance_factors`] from the matrices themselves, as means over the `n` samples (what a
+/// driver holds after adding up shard statistics, see [`crate::shard`]): `curvature` is the
+/// expected information for the `expected` kind and the observed Hessian for the others,
+/// `meat` the mean outer product of the scores (summed within clusters for `cluster`),
+/// required by the two sandwich kinds and ignored otherwise. Theta is the leading `d1` rows.
+///
+/// Errors: [`Error::SingularInformation`] as [`asymptotic_covariance`];
+/// [`Error::InvalidArgument`] for a sandwich kind without a meat.
+pub fn factors_from_matrices(
+    kind: CovarianceKind,
+    curvature: DMatrix<f64>,
+    meat: Option<DMatrix<f64>>,
+    n: usize,
+    d1: usize,
+) -> Result<CovarianceFactors> {
+    let n = n as f64;
     let scale = 1.0 / n.sqrt();
     match kind {
         CovarianceKind::Expected | CovarianceKind::Observed => {
-            let (m, what) = if kind == CovarianceKind::Expected {
-                (
-                    expected_information(data, params),
-                    "the expected information",
-                )
+            let what = if kind == CovarianceKind::Expected {
+                "the expected information"
             } else {
-                (observed_hessian(data, params), "the observed Hessian")
+                "the observed Hessian"
             };
-            let sc = schur(split_blocks(m, d1), what)?;
+            let sc = schur(split_blocks(curvature, d1), what)?;
             // V_gg = D^-1 + Y^T S^-1 Y = D^-1 + T^T T with T = L_S^T Y.
             let t = matmul_tn(&sc.l_s, &sc.y);
             let mut gamma = (sc.d_inv + t.tr_mul(&t)) / n;
@@ -219,18 +255,16 @@ pub fn covariance_factors(
             })
         }
         CovarianceKind::Robust | CovarianceKind::Cluster => {
-            let clustered = kind == CovarianceKind::Cluster;
-            if clustered && data.cluster().is_none() {
-                return Err(Error::invalid(
-                    "covariance",
-                    "`cluster` covariance needs cluster ids in the data",
-                ));
-            }
-            let meat = score_outer_product(data, params, clustered);
-            let sc = schur(
-                split_blocks(observed_hessian(data, params), d1),
-                "the observed Hessian",
-            )?;
+            let meat = meat.ok_or_else(|| {
+                Error::invalid(
+                    "meat",
+                    format!(
+                        "the `{}` covariance needs the scores' outer product",
+                        kind.name()
+                    ),
+                )
+            })?;
+            let sc = schur(split_blocks(curvature, d1), "the observed Hessian")?;
             let d2 = sc.y.ncols();
             // Theta rows of H^-1: S^-1 [I, -Y]; V_tt = S^-1 M' S^-1 with
             // M' = M_tt - Y M_gt - (M_tg - Y M_gg) Y^T.

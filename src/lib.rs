@@ -22,6 +22,7 @@
 //! | [`calibrate`] | interval methods: Wald, parametric bootstrap, resized bootstrap, auto |
 //! | [`fitted`] | the immutable [`RewardModel`]: reward SEs and CIs, rationality |
 //! | [`select`] | reward differences, win rates, BoN / pBoN |
+//! | [`shard`] | per-shard sums (mergeable, serialisable) and the driver-side fit over them |
 //! | [`io`] | training/scoring files (CSV, safetensors) and the model file |
 //! | [`ffi`] | the C ABI (`include/hetreward.h`): handles, status codes, panic boundary |
 //! | [`sim`] | seeded generators (the paper's §6.1 simulation) |
@@ -56,6 +57,7 @@ pub mod linalg;
 pub mod model;
 pub mod parallel;
 pub mod select;
+pub mod shard;
 pub mod sim;
 pub mod stats;
 

@@ -523,27 +523,9 @@ pub fn observed_hessian(data: &Dataset, params: &Params) -> DMatrix<f64> {
 pub fn score_outer_product(data: &Dataset, params: &Params, clustered: bool) -> DMatrix<f64> {
     let (p, n, d1) = (data.n_params(), data.n(), data.d1());
     match (clustered, data.cluster()) {
-        (true, Some(ids)) => {
-            // Each cluster's row in the summed scores: its rank in increasing id order.
-            let mut rank: BTreeMap<i64, usize> = ids.iter().map(|&c| (c, 0)).collect();
-            for (r, slot) in rank.values_mut().enumerate() {
-                *slot = r;
-            }
-            let g = rank.len();
-            let mut sums = vec![0.0; g * p];
-            let mut buf = vec![0.0; p];
-            with_features!(data, |z| {
-                for (i, &c) in ids.iter().enumerate() {
-                    let zi = row(z, d1, i);
-                    let st = row_terms(data, zi, params, i);
-                    fill_g(data, zi, i, &st, st.resid, &mut buf);
-                    let r = rank[&c];
-                    for (s, b) in sums[r * p..(r + 1) * p].iter_mut().zip(&buf) {
-                        *s += b;
-                    }
-                }
-            });
-            gram(g, p, n as f64, |c, out| {
+        (true, Some(_)) => {
+            let (ids, sums) = cluster_score_sums(data, params);
+            gram(ids.len(), p, n as f64, |c, out| {
                 out.copy_from_slice(&sums[c * p..(c + 1) * p])
             })
         }
@@ -553,6 +535,36 @@ pub fn score_outer_product(data: &Dataset, params: &Params, clustered: bool) -> 
             fill_g(data, zi, i, &st, st.resid, out);
         })),
     }
+}
+
+/// The scores summed within each cluster, `S_c = sum_{i in c} r_i g_i`: the distinct cluster
+/// ids in increasing order and, row-major (one row of `d1 + d2` per id, in that order), their
+/// summed scores; rows of a cluster are added in row order. Empty when the dataset has no
+/// cluster ids. The clustered meat of [`score_outer_product`] is `(1/n) sum_c S_c S_c^T`.
+pub fn cluster_score_sums(data: &Dataset, params: &Params) -> (Vec<i64>, Vec<f64>) {
+    let (p, d1) = (data.n_params(), data.d1());
+    let Some(ids) = data.cluster() else {
+        return (Vec::new(), Vec::new());
+    };
+    // Each cluster's row in the summed scores: its rank in increasing id order.
+    let mut rank: BTreeMap<i64, usize> = ids.iter().map(|&c| (c, 0)).collect();
+    for (r, slot) in rank.values_mut().enumerate() {
+        *slot = r;
+    }
+    let mut sums = vec![0.0; rank.len() * p];
+    let mut buf = vec![0.0; p];
+    with_features!(data, |z| {
+        for (i, &c) in ids.iter().enumerate() {
+            let zi = row(z, d1, i);
+            let st = row_terms(data, zi, params, i);
+            fill_g(data, zi, i, &st, st.resid, &mut buf);
+            let r = rank[&c];
+            for (s, b) in sums[r * p..(r + 1) * p].iter_mut().zip(&buf) {
+                *s += b;
+            }
+        }
+    });
+    (rank.into_keys().collect(), sums)
 }
 
 #[cfg(test)]

@@ -209,6 +209,16 @@ fn test_concurrency() {
 }
 
 #[test]
+fn test_shard() {
+    run_c_test("test_shard", "test_shard.c", Link::Shared, &[]);
+}
+
+#[test]
 fn test_header() {
     run_c_test("test_header", "test_header.cpp", Link::Shared, &[]);
+}
+
+#[test]
+fn test_intervals() {
+    run_c_test("test_intervals", "test_intervals.c", Link::Shared, &[]);
 }

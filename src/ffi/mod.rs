@@ -25,10 +25,12 @@ pub mod dataset;
 pub mod fitter;
 pub mod intervals;
 pub mod model;
+pub mod shard;
 
 pub use dataset::hetreward_dataset;
 pub use fitter::{hetreward_fit_params, hetreward_fitter, hetreward_progress};
 pub use model::hetreward_model;
+pub use shard::hetreward_shard_stats;
 pub use status::hetreward_status;
 
 use crate::error::{Error, Result};

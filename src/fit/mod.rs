@@ -334,7 +334,7 @@ pub struct FitControl<'a> {
 }
 
 impl FitControl<'_> {
-    fn should_stop(&self, p: &Progress) -> bool {
+    pub(crate) fn should_stop(&self, p: &Progress) -> bool {
         self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
             || self.progress.is_some_and(|f| !f(p))
     }

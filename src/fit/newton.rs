@@ -16,9 +16,9 @@ use crate::model::Params;
 use nalgebra::{DMatrix, DVector};
 
 /// Armijo sufficient-decrease fraction.
-const ARMIJO: f64 = 1e-4;
+pub(crate) const ARMIJO: f64 = 1e-4;
 /// Step halvings before the line search gives up.
-const MAX_HALVINGS: usize = 60;
+pub(crate) const MAX_HALVINGS: usize = 60;
 
 /// Which parameters the Newton solver moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,14 +59,14 @@ impl Newton {
 }
 
 /// Solves `a d = -g` by Cholesky; `None` if `a` is not numerically positive definite.
-fn solve_spd(a: DMatrix<f64>, g: &DVector<f64>) -> Option<DVector<f64>> {
+pub(crate) fn solve_spd(a: DMatrix<f64>, g: &DVector<f64>) -> Option<DVector<f64>> {
     let chol = nalgebra::Cholesky::new(a)?;
     let d = -chol.solve(g);
     d.iter().all(|v| v.is_finite()).then_some(d)
 }
 
 /// The Fisher-scoring direction, damped (Levenberg) until the system factorises.
-fn damped_direction(info: &DMatrix<f64>, g: &DVector<f64>) -> DVector<f64> {
+pub(crate) fn damped_direction(info: &DMatrix<f64>, g: &DVector<f64>) -> DVector<f64> {
     let m = info.nrows();
     let scale = (info.trace() / m as f64).max(f64::MIN_POSITIVE);
     let mut lambda = 0.0;

@@ -51,6 +51,7 @@ hetreward_diff_method = c_uint32
 hetreward_verdict = c_uint32
 hetreward_policy = c_uint32
 hetreward_intervals = c_uint32
+hetreward_shard_sections = c_uint32
 
 
 class hetreward_dataset(Structure):
@@ -62,6 +63,10 @@ class hetreward_fitter(Structure):
 
 
 class hetreward_model(Structure):
+    """Opaque."""
+
+
+class hetreward_shard_stats(Structure):
     """Opaque."""
 
 
@@ -242,6 +247,33 @@ PROTOTYPES = {
         [_P(c_uint8), c_size_t, _P(_P(hetreward_model))],
     ),
     "hetreward_model_free": (None, [_P(hetreward_model)]),
+    "hetreward_shard_stats_compute": (
+        hetreward_status,
+        [_P(hetreward_dataset), _P(c_double), c_size_t, _P(c_double), c_size_t,
+         hetreward_shard_sections, _P(c_double), c_size_t, c_size_t,
+         _P(_P(hetreward_shard_stats))],
+    ),
+    "hetreward_shard_stats_merge": (
+        hetreward_status,
+        [_P(hetreward_shard_stats), _P(hetreward_shard_stats)],
+    ),
+    "hetreward_shard_stats_byte_size": (
+        hetreward_status,
+        [_P(hetreward_shard_stats), _P(c_size_t)],
+    ),
+    "hetreward_shard_stats_to_bytes": (
+        hetreward_status,
+        [_P(hetreward_shard_stats), _P(c_uint8), c_size_t],
+    ),
+    "hetreward_shard_stats_from_bytes": (
+        hetreward_status,
+        [_P(c_uint8), c_size_t, _P(_P(hetreward_shard_stats))],
+    ),
+    "hetreward_shard_stats_value": (
+        hetreward_status,
+        [_P(hetreward_shard_stats), _P(c_uint64), _P(c_double), _P(c_double), c_size_t],
+    ),
+    "hetreward_shard_stats_free": (None, [_P(hetreward_shard_stats)]),
 }
 
 

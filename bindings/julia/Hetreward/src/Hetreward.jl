@@ -318,6 +318,48 @@ hetreward_model_load_buffer(buf, len, out_model) =
 hetreward_model_free(model) =
     @ccall libhetreward.hetreward_model_free(model::Ptr{hetreward_model})::Cvoid
 
+# Shard statistics (src/ffi/shard.rs; docs/distributed.md).
+const hetreward_shard_sections = UInt32
+const HETREWARD_SHARD_VALUE = hetreward_shard_sections(1)
+const HETREWARD_SHARD_OBSERVED_PRODUCTS = hetreward_shard_sections(2)
+const HETREWARD_SHARD_EXPECTED_PRODUCTS = hetreward_shard_sections(4)
+const HETREWARD_SHARD_EXPECTED = hetreward_shard_sections(8)
+const HETREWARD_SHARD_OBSERVED = hetreward_shard_sections(16)
+const HETREWARD_SHARD_MEAT = hetreward_shard_sections(32)
+const HETREWARD_SHARD_CLUSTERS = hetreward_shard_sections(64)
+mutable struct hetreward_shard_stats end
+
+hetreward_shard_stats_compute(shard, theta, d1, gamma, d2, sections, vectors, n_vectors,
+                              threads, out_stats) =
+    @ccall libhetreward.hetreward_shard_stats_compute(shard::Ptr{hetreward_dataset},
+        theta::Ptr{Cdouble}, d1::Csize_t, gamma::Ptr{Cdouble}, d2::Csize_t,
+        sections::hetreward_shard_sections, vectors::Ptr{Cdouble}, n_vectors::Csize_t,
+        threads::Csize_t, out_stats::Ptr{Ptr{hetreward_shard_stats}})::hetreward_status
+
+hetreward_shard_stats_merge(stats, other) =
+    @ccall libhetreward.hetreward_shard_stats_merge(stats::Ptr{hetreward_shard_stats},
+        other::Ptr{hetreward_shard_stats})::hetreward_status
+
+hetreward_shard_stats_byte_size(stats, out_size) =
+    @ccall libhetreward.hetreward_shard_stats_byte_size(stats::Ptr{hetreward_shard_stats},
+        out_size::Ptr{Csize_t})::hetreward_status
+
+hetreward_shard_stats_to_bytes(stats, out_bytes, capacity) =
+    @ccall libhetreward.hetreward_shard_stats_to_bytes(stats::Ptr{hetreward_shard_stats},
+        out_bytes::Ptr{UInt8}, capacity::Csize_t)::hetreward_status
+
+hetreward_shard_stats_from_bytes(bytes, len, out_stats) =
+    @ccall libhetreward.hetreward_shard_stats_from_bytes(bytes::Ptr{UInt8}, len::Csize_t,
+        out_stats::Ptr{Ptr{hetreward_shard_stats}})::hetreward_status
+
+hetreward_shard_stats_value(stats, out_n, out_nll, out_grad, grad_len) =
+    @ccall libhetreward.hetreward_shard_stats_value(stats::Ptr{hetreward_shard_stats},
+        out_n::Ptr{UInt64}, out_nll::Ptr{Cdouble}, out_grad::Ptr{Cdouble},
+        grad_len::Csize_t)::hetreward_status
+
+hetreward_shard_stats_free(stats) =
+    @ccall libhetreward.hetreward_shard_stats_free(stats::Ptr{hetreward_shard_stats})::Cvoid
+
 # =================================================================================================
 # The Julia API
 # =================================================================================================

@@ -1,0 +1,557 @@
+//! The driver-side fit: the same estimator as [`crate::fit::fit`] (damped Newton from the
+//! homogeneous start, Fisher scoring where the observed Hessian is indefinite, Armijo line
+//! search) and the same covariance kinds, with every sum over samples asked of an [`Oracle`]
+//! — in-process shards ([`LocalOracle`]) or an engine's workers.
+//!
+//! A *round* is one request answered by every shard. Rounds cost far more than arithmetic on
+//! an engine (milliseconds to half a second each), so the driver needs few of them:
+//!
+//! * the summary pass: 1 round;
+//! * dense variant (up to [`DENSE_NEWTON_MAX_PARAMS`] parameters): every point the line search
+//!   tries is one round returning the value, gradient and packed curvature matrices, so a
+//!   Newton iteration whose full step is accepted is exactly one round;
+//! * CG variant (above): one round per point tried (value and gradient), one round per
+//!   Hessian-vector product (each CG iteration), plus one round per phase for the packed
+//!   expected information that preconditions CG — the Fisher blocks move twice per fit, not
+//!   every iteration;
+//! * the covariance: 1 round (expected information, observed Hessian, score outer products and
+//!   per-cluster score sums at the estimate), after which every covariance kind is formed on
+//!   the driver ([`DistributedFit::model`]).
+//!
+//! Unlike [`crate::fit::fit`], the driver runs the default start only (no random restarts:
+//! each would cost a full fit of rounds); `Init::Random` and the agd solver are refused, and
+//! `FitOptions::restarts` and `threads` are not used (the oracle's workers own the passes).
+
+use super::{merge_in_order, merge_summaries, Request, ShardStats, ShardSummary};
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::fit::newton::{damped_direction, solve_spd, ARMIJO, MAX_HALVINGS};
+use crate::fit::{
+    FitControl, FitOptions, FitReport, Init, NewtonVariant, Progress, SolverKind, Termination,
+    DENSE_NEWTON_MAX_PARAMS, SEPARATED_NLL,
+};
+use crate::fitted::RewardModel;
+use crate::inference::{factors_from_matrices, CovarianceKind};
+use crate::likelihood::Curvature;
+use crate::linalg::{dot, lower_inverse_in_place, lower_matvec, lower_t_matvec, try_cholesky};
+use crate::model::Params;
+use nalgebra::{DMatrix, DVector};
+use std::time::Instant;
+
+/// CG iterations (= Hessian-vector product rounds) per Newton step at most.
+const MAX_CG_ITERATIONS: usize = 250;
+/// The homogeneous start of the CG variant is solved to this fraction of its initial gradient
+/// norm (as the single-process Newton-CG).
+const HOMOGENEOUS_START_RTOL: f64 = 1e-4;
+/// Iteration cap of the homogeneous start.
+const HOMOGENEOUS_MAX_ITER: usize = 50;
+/// Gradient tolerance of the dense variant's homogeneous start (as the single-process fit).
+const HOMOGENEOUS_DENSE_TOL: f64 = 1e-10;
+
+/// Where the driver's sums come from: every shard's answer to a request, merged in a fixed
+/// order (shard index) so that results do not depend on scheduling.
+pub trait Oracle {
+    /// The summary pass: every shard's [`ShardSummary`], merged by [`merge_summaries`]
+    /// (errors name the first mismatched shard).
+    fn summary(&mut self) -> Result<ShardSummary>;
+    /// Every shard's [`ShardStats`] for `request`, merged in shard-index order
+    /// ([`merge_in_order`]).
+    fn compute(&mut self, request: &Request) -> Result<ShardStats>;
+}
+
+/// An [`Oracle`] over shards held in this process: each round computes every shard's answer,
+/// moves it through its byte form ([`ShardStats::to_bytes`], as an engine would) and merges in
+/// shard order. Records the bytes moved per round.
+#[derive(Debug, Clone)]
+pub struct LocalOracle {
+    shards: Vec<Dataset>,
+    /// Bytes of every shard's serialised answer, per round (summary pass excluded).
+    pub bytes_per_round: Vec<Vec<usize>>,
+}
+
+impl LocalOracle {
+    /// An oracle over `shards` (shard `k` is `shards[k]`).
+    pub fn new(shards: Vec<Dataset>) -> Self {
+        LocalOracle {
+            shards,
+            bytes_per_round: Vec::new(),
+        }
+    }
+}
+
+impl Oracle for LocalOracle {
+    fn summary(&mut self) -> Result<ShardSummary> {
+        let s: Vec<ShardSummary> = self.shards.iter().map(ShardSummary::of).collect();
+        merge_summaries(&s)
+    }
+
+    fn compute(&mut self, request: &Request) -> Result<ShardStats> {
+        let mut answers = Vec::with_capacity(self.shards.len());
+        let mut sizes = Vec::with_capacity(self.shards.len());
+        for shard in &self.shards {
+            let bytes = ShardStats::compute(shard, request)?.to_bytes();
+            sizes.push(bytes.len());
+            answers.push(ShardStats::from_bytes(&bytes)?);
+        }
+        self.bytes_per_round.push(sizes);
+        merge_in_order(answers)
+    }
+}
+
+/// Rounds a distributed fit asked for, by kind (the summary pass is not counted).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rounds {
+    /// Every round.
+    pub total: usize,
+    /// Rounds that evaluated a point (value and gradient; with the curvature matrices in the
+    /// dense variant).
+    pub points: usize,
+    /// Hessian-vector product rounds (CG variant).
+    pub products: usize,
+    /// Rounds for the CG preconditioner (packed expected information).
+    pub preconditioner: usize,
+    /// The covariance round.
+    pub covariance: usize,
+}
+
+/// A fit driven over shards: the estimate, its report and the matrices every covariance kind
+/// is formed from.
+#[derive(Debug, Clone)]
+pub struct DistributedFit {
+    /// The estimate and how it was obtained (as [`crate::fit::fit`]'s report; `starts` is 1).
+    pub fit: crate::fit::Fit,
+    /// The Newton variant that ran (`Dense` or `Cg`).
+    pub variant: NewtonVariant,
+    /// Rounds asked of the oracle.
+    pub rounds: Rounds,
+    /// Rows over all shards.
+    pub n: usize,
+    /// Mean expected information at the estimate.
+    pub expected: DMatrix<f64>,
+    /// Mean observed Hessian at the estimate.
+    pub observed: DMatrix<f64>,
+    /// Mean per-sample score outer product (robust meat).
+    pub meat: DMatrix<f64>,
+    /// Mean per-cluster score outer product (cluster meat), when the shards have cluster ids.
+    pub cluster_meat: Option<DMatrix<f64>>,
+}
+
+impl DistributedFit {
+    /// The model with the `kind` covariance, built on the driver from the gathered matrices:
+    /// equal (to rounding) to [`RewardModel::from_estimate`] on the concatenated shards.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for `cluster` when the shards have no cluster ids;
+    /// [`Error::SingularInformation`] as [`RewardModel::from_estimate`].
+    pub fn model(&self, kind: CovarianceKind) -> Result<RewardModel> {
+        let d1 = self.fit.params.theta.len();
+        let (curvature, meat) = match kind {
+            CovarianceKind::Expected => (self.expected.clone(), None),
+            CovarianceKind::Observed => (self.observed.clone(), None),
+            CovarianceKind::Robust => (self.observed.clone(), Some(self.meat.clone())),
+            CovarianceKind::Cluster => match &self.cluster_meat {
+                Some(m) => (self.observed.clone(), Some(m.clone())),
+                None => {
+                    return Err(Error::invalid(
+                        "covariance",
+                        "`cluster` covariance needs cluster ids in the data",
+                    ))
+                }
+            },
+        };
+        let f = factors_from_matrices(kind, curvature, meat, self.n, d1)?;
+        RewardModel::from_parts(
+            self.fit.params.clone(),
+            self.n,
+            kind,
+            self.fit.report.clone(),
+            f.theta_factor,
+            f.gamma_cov,
+        )
+    }
+}
+
+/// Fits over the oracle's shards with `options` (Newton only; see the module docs) and
+/// gathers the covariance matrices. `variant` picks the linear-system strategy as
+/// [`crate::fit::Tuning::newton`] does (`Auto`: dense up to [`DENSE_NEWTON_MAX_PARAMS`]
+/// parameters). `control` is checked before every iteration.
+///
+/// Errors: the oracle's (mismatched shards, format errors...), invalid options,
+/// [`Error::Cancelled`]. A fit that does not converge is not an error (see its report).
+pub fn fit_distributed(
+    oracle: &mut dyn Oracle,
+    options: &FitOptions,
+    variant: NewtonVariant,
+    control: &FitControl,
+) -> Result<DistributedFit> {
+    let started = Instant::now();
+    let summary = oracle.summary()?;
+    let (d1, d2) = (summary.d1 as usize, summary.d2 as usize);
+    options.check(d1, d2)?;
+    if options.solver != SolverKind::Newton {
+        return Err(Error::invalid(
+            "solver",
+            "the distributed fit runs the newton solver only",
+        ));
+    }
+    let variant = match variant {
+        NewtonVariant::Auto if d1 + d2 <= DENSE_NEWTON_MAX_PARAMS => NewtonVariant::Dense,
+        NewtonVariant::Auto => NewtonVariant::Cg,
+        v => v,
+    };
+    let mut driver = Driver {
+        oracle,
+        d1,
+        n: summary.n as f64,
+        dense: variant == NewtonVariant::Dense,
+        rounds: Rounds::default(),
+        control,
+    };
+    let max_iter = options.effective_max_iter();
+    let (at, prelude) = match &options.init {
+        Init::Default => {
+            // The first round also brings the expected information: the dense step's matrix,
+            // or the CG preconditioner of the homogeneous phase.
+            let at = driver.point(Params::zeros(d1, d2), true)?;
+            let tol = if driver.dense {
+                HOMOGENEOUS_DENSE_TOL
+            } else {
+                (HOMOGENEOUS_START_RTOL * norm(&at.grad[..d1])).max(options.tol)
+            };
+            // The homogeneous run's last point (with the full gradient, and the full
+            // matrices in the dense variant) is the joint run's first: no round to re-fetch.
+            let run = driver.newton(at, d1, tol, HOMOGENEOUS_MAX_ITER)?;
+            (run.point, run.iterations)
+        }
+        Init::Explicit(p) => (driver.point(p.clone(), driver.dense)?, 0),
+        Init::Random => {
+            return Err(Error::invalid(
+                "init",
+                "the distributed fit does not draw random starts",
+            ))
+        }
+    };
+    let run = driver.newton(at, d1 + d2, options.tol, max_iter)?;
+    let params = run.point.params.clone();
+    let mut request = Request::at(params.clone());
+    request.expected = true;
+    request.observed = true;
+    request.meat = true;
+    request.clusters = summary.clustered;
+    let stats = driver.ask(&request)?;
+    driver.rounds.covariance += 1;
+    let n = summary.n as f64;
+    let report = FitReport {
+        solver: SolverKind::Newton,
+        iterations: run.iterations,
+        total_iterations: prelude + run.iterations,
+        starts: 1,
+        converged: run.termination == Termination::Converged,
+        termination: run.termination,
+        grad_norm: norm(&run.point.grad),
+        neg_loglik: run.point.nll,
+        seconds: started.elapsed().as_secs_f64(),
+        tol: options.tol,
+    };
+    Ok(DistributedFit {
+        fit: crate::fit::Fit { params, report },
+        variant,
+        rounds: driver.rounds,
+        n: summary.n as usize,
+        expected: stats.expected(n)?,
+        observed: stats.observed(n)?,
+        meat: stats.meat(n)?,
+        cluster_meat: if summary.clustered {
+            Some(stats.cluster_meat(n)?)
+        } else {
+            None
+        },
+    })
+}
+
+fn norm(v: &[f64]) -> f64 {
+    dot(v, v).sqrt()
+}
+
+/// A point with its mean NLL and gradient and, where they were fetched, the mean expected
+/// information and observed Hessian (all parameters).
+struct Point {
+    params: Params,
+    nll: f64,
+    grad: Vec<f64>,
+    expected: Option<DMatrix<f64>>,
+    observed: Option<DMatrix<f64>>,
+}
+
+/// How a Newton run ended.
+struct Run {
+    point: Point,
+    iterations: usize,
+    termination: Termination,
+}
+
+struct Driver<'a, 'c> {
+    oracle: &'a mut dyn Oracle,
+    d1: usize,
+    n: f64,
+    dense: bool,
+    rounds: Rounds,
+    control: &'a FitControl<'c>,
+}
+
+impl Driver<'_, '_> {
+    fn ask(&mut self, request: &Request) -> Result<ShardStats> {
+        self.rounds.total += 1;
+        self.oracle.compute(request)
+    }
+
+    /// One round: the mean NLL and gradient at `params`; with `matrices`, also the expected
+    /// information and, in the dense variant, the observed Hessian (fetched when d2 > 0;
+    /// otherwise it is the same matrix). CG needs only the expected one (its preconditioner).
+    fn point(&mut self, params: Params, matrices: bool) -> Result<Point> {
+        let mut request = Request::at(params);
+        request.value = true;
+        let d2 = request.params.gamma.len();
+        request.expected = matrices;
+        request.observed = matrices && self.dense && d2 > 0;
+        let stats = self.ask(&request)?;
+        self.rounds.points += 1;
+        let expected = match matrices {
+            true => Some(stats.expected(self.n)?),
+            false => None,
+        };
+        let observed = if request.observed {
+            Some(stats.observed(self.n)?)
+        } else if self.dense {
+            expected.clone()
+        } else {
+            None
+        };
+        Ok(Point {
+            params: request.params,
+            nll: stats.nll_sum()? / self.n,
+            grad: stats.grad_sum()?.iter().map(|g| g / self.n).collect(),
+            expected,
+            observed,
+        })
+    }
+
+    /// The lower Cholesky factor's inverse `X` (`P^-1 = X^T X`) of the mean expected
+    /// information block of the first `free` parameters at `at` (one round unless `at` has
+    /// it), ridged until it factorises: CG's preconditioner for a whole phase.
+    fn preconditioner(&mut self, at: &Point, free: usize) -> Result<DMatrix<f64>> {
+        let full = match &at.expected {
+            Some(m) => m.clone(),
+            None => {
+                let mut request = Request::at(at.params.clone());
+                request.expected = true;
+                let stats = self.ask(&request)?;
+                self.rounds.preconditioner += 1;
+                stats.expected(self.n)?
+            }
+        };
+        let p = full.view((0, 0), (free, free)).into_owned();
+        let mean_diag = (p.trace() / free as f64).max(f64::MIN_POSITIVE);
+        let mut ridge = 1e-10 * mean_diag;
+        let mut x = loop {
+            let mut a = p.clone();
+            for j in 0..free {
+                a[(j, j)] += ridge;
+            }
+            if let Some(l) = try_cholesky(a) {
+                break l;
+            }
+            if ridge >= mean_diag {
+                break DMatrix::from_diagonal(
+                    &p.diagonal().map(|v| v.max(mean_diag * 1e-8).sqrt()),
+                );
+            }
+            ridge *= 100.0;
+        };
+        lower_inverse_in_place(&mut x);
+        Ok(x)
+    }
+
+    /// Damped Newton on the first `free` parameters from `at` (the others held fixed), to
+    /// gradient norm `tol` (as [`crate::fit::run_solver`] with the Newton solvers).
+    fn newton(&mut self, mut at: Point, free: usize, tol: f64, max_iter: usize) -> Result<Run> {
+        let precond = match self.dense {
+            true => None,
+            false => Some(self.preconditioner(&at, free)?),
+        };
+        let mut iterations = 0;
+        let termination = loop {
+            let finite = at.nll.is_finite()
+                && at.params.is_finite()
+                && at.grad.iter().all(|g| g.is_finite());
+            if !finite {
+                break Termination::Diverged;
+            }
+            let g = at.grad[..free].to_vec();
+            let grad_norm = norm(&g);
+            if grad_norm <= tol {
+                break if at.nll < SEPARATED_NLL {
+                    Termination::Diverged
+                } else {
+                    Termination::Converged
+                };
+            }
+            if iterations >= max_iter {
+                break Termination::MaxIterations;
+            }
+            let progress = Progress {
+                start: 0,
+                iteration: iterations,
+                max_iter,
+                neg_loglik: at.nll,
+                grad_norm,
+            };
+            if self.control.should_stop(&progress) {
+                return Err(Error::Cancelled);
+            }
+            let direction = match &precond {
+                None => dense_direction(&at, &g, free),
+                Some(x) => self.cg_direction(&at.params, x, &g, free)?,
+            };
+            let slope = dot(&direction, &g);
+            if slope.is_nan() || slope >= 0.0 {
+                break Termination::Stalled;
+            }
+            match self.line_search(&at, &direction, slope, free)? {
+                Some(next) => at = next,
+                None => break Termination::Stalled,
+            }
+            iterations += 1;
+        };
+        Ok(Run {
+            point: at,
+            iterations,
+            termination,
+        })
+    }
+
+    /// Halves the step along `direction` until the Armijo condition (or the rounding-noise
+    /// acceptance of the single-process solvers) holds: one round per point tried.
+    fn line_search(
+        &mut self,
+        at: &Point,
+        direction: &[f64],
+        slope: f64,
+        free: usize,
+    ) -> Result<Option<Point>> {
+        let base = at.params.stacked();
+        let noise = 16.0 * f64::EPSILON * at.nll.abs().max(1.0);
+        let mut t = 1.0;
+        for _ in 0..MAX_HALVINGS {
+            let mut trial = base.clone();
+            for (x, d) in trial[..free].iter_mut().zip(direction) {
+                *x += t * d;
+            }
+            let next = self.point(Params::from_stacked(&trial, self.d1), self.dense)?;
+            let sufficient = next.nll <= at.nll + ARMIJO * t * slope;
+            let within_noise = -t * slope <= noise && next.nll <= at.nll + noise;
+            if next.nll.is_finite() && (sufficient || within_noise) {
+                return Ok(Some(next));
+            }
+            t *= 0.5;
+        }
+        Ok(None)
+    }
+
+    /// Preconditioned CG on `M d = -g` (`M` the observed Hessian block, or the expected
+    /// information where the observed one shows negative curvature at once), one
+    /// Hessian-vector product round per iteration, to relative residual
+    /// `min(sqrt(|g|), 0.5)` (as the single-process Newton-CG).
+    fn cg_direction(
+        &mut self,
+        params: &Params,
+        x: &DMatrix<f64>,
+        g: &[f64],
+        free: usize,
+    ) -> Result<Vec<f64>> {
+        let joint = free > self.d1;
+        let curvatures: &[Curvature] = if joint {
+            &[Curvature::Observed, Curvature::Expected]
+        } else {
+            &[Curvature::Expected]
+        };
+        let apply = |r: &[f64]| lower_t_matvec(x, &lower_matvec(x, r));
+        let eta = norm(g).sqrt().min(0.5);
+        for &curvature in curvatures {
+            let mut d = vec![0.0; free];
+            let mut r: Vec<f64> = g.iter().map(|v| -v).collect();
+            let mut z = apply(&r);
+            let mut p = z.clone();
+            let mut rz = dot(&r, &z);
+            let mut negative_at_once = false;
+            for k in 0..MAX_CG_ITERATIONS {
+                let hp = self.product(params, &p, curvature)?;
+                let php = dot(&p, &hp[..free]);
+                if php.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !php.is_finite() {
+                    negative_at_once = k == 0;
+                    break;
+                }
+                let alpha = rz / php;
+                for j in 0..free {
+                    d[j] += alpha * p[j];
+                    r[j] -= alpha * hp[j];
+                }
+                if norm(&r) <= eta * norm(g) {
+                    break;
+                }
+                z = apply(&r);
+                let rz_new = dot(&r, &z);
+                let beta = rz_new / rz;
+                rz = rz_new;
+                for j in 0..free {
+                    p[j] = z[j] + beta * p[j];
+                }
+            }
+            if !negative_at_once {
+                return Ok(d);
+            }
+        }
+        // Even the Fisher direction is degenerate: the preconditioned gradient.
+        let neg: Vec<f64> = g.iter().map(|v| -v).collect();
+        Ok(apply(&neg))
+    }
+
+    /// One round: the mean curvature times `v` (the free parameters; the others' entries are
+    /// zero).
+    fn product(&mut self, params: &Params, v: &[f64], curvature: Curvature) -> Result<Vec<f64>> {
+        let mut full = v.to_vec();
+        full.resize(params.theta.len() + params.gamma.len(), 0.0);
+        let mut request = Request::at(params.clone());
+        request.products = vec![full];
+        request.curvature = curvature;
+        let stats = self.ask(&request)?;
+        self.rounds.products += 1;
+        Ok(stats.product(0)?.iter().map(|h| h / self.n).collect())
+    }
+}
+
+/// The dense Newton direction at `at` (observed curvature, Fisher scoring where it is not
+/// positive definite or not a descent direction), as the single-process dense solver; the first
+/// `free` parameters move: theta alone (where the observed block is the expected one) or all.
+fn dense_direction(at: &Point, g: &[f64], free: usize) -> Vec<f64> {
+    let gv = DVector::from_column_slice(g);
+    let block = |m: &Option<DMatrix<f64>>| {
+        m.as_ref()
+            .expect("dense points carry the matrices")
+            .view((0, 0), (free, free))
+            .into_owned()
+    };
+    let info = block(&at.expected);
+    let observed = if free > at.params.theta.len() {
+        block(&at.observed)
+    } else {
+        info.clone()
+    };
+    let d = match solve_spd(observed, &gv) {
+        Some(d) if d.dot(&gv) < 0.0 => d,
+        _ => damped_direction(&info, &gv),
+    };
+    d.iter().copied().collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,484 @@
+//! Shard statistics: every quantity the estimator needs is a sum over samples, so a dataset
+//! split into shards (on one machine or across an engine's workers) can be fitted from
+//! per-shard partial sums added up on a driver — the way Spark MLlib's logistic regression
+//! aggregates a stateless per-partition loss and gradient.
+//!
+//! * [`ShardSummary`] — the first pass: counts, dimensions, whether cluster ids are present and
+//!   a checksum of the schema, so mismatched shards fail before any fitting.
+//! * [`Request`] — "give me these sums at these parameters".
+//! * [`ShardStats`] — what one shard answers (NLL sum and count, gradient sum, Hessian-vector
+//!   products, packed expected information / observed Hessian / score outer products, and
+//!   per-cluster score sums keyed by cluster id); [`ShardStats::merge`] adds two answers
+//!   (clusters by key), [`ShardStats::to_bytes`] / [`ShardStats::from_bytes`] move them
+//!   between processes as versioned, checksummed little-endian bytes.
+//! * [`driver`] — the driver-side fit over an [`driver::Oracle`].
+//!
+//! The per-sample math is [`crate::likelihood`]'s: a shard's sums are its means times its
+//! row count. Merging in a fixed order (shard index) makes the result deterministic; a
+//! different partitioning changes it only by rounding.
+
+pub mod driver;
+mod wire;
+
+use crate::data::Dataset;
+use crate::error::{check_finite, Error, Result};
+use crate::likelihood::{
+    cluster_score_sums, evaluate, expected_information, hessian_vector, observed_hessian,
+    score_outer_product, Curvature,
+};
+use crate::model::Params;
+use nalgebra::DMatrix;
+use std::collections::BTreeMap;
+
+/// Version of the shard schema hashed into [`ShardSummary::schema`] (bumped when the meaning
+/// of a shard's columns changes).
+const SCHEMA_VERSION: u32 = 1;
+
+/// The first pass over a shard: what must agree across shards before they are fitted together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSummary {
+    /// Rows (comparisons) in the shard — after [`merge_summaries`], in all shards.
+    pub n: u64,
+    /// Reward dimension (length of theta).
+    pub d1: u64,
+    /// Covariate dimension (length of gamma).
+    pub d2: u64,
+    /// Whether the shard has cluster (annotator) ids.
+    pub clustered: bool,
+    /// CRC-32 of the schema (schema version, d1, d2, clustered): equal for compatible shards.
+    pub schema: u32,
+}
+
+impl ShardSummary {
+    /// The summary of one shard (no pass over the values: a [`Dataset`] is validated when it
+    /// is built).
+    pub fn of(data: &Dataset) -> Self {
+        let (d1, d2) = (data.d1() as u64, data.d2() as u64);
+        let clustered = data.cluster().is_some();
+        ShardSummary {
+            n: data.n() as u64,
+            d1,
+            d2,
+            clustered,
+            schema: schema_checksum(d1, d2, clustered),
+        }
+    }
+}
+
+/// CRC-32 of the schema version, `d1`, `d2` and the cluster flag, little-endian.
+fn schema_checksum(d1: u64, d2: u64, clustered: bool) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(b"hetreward shard schema");
+    h.update(&SCHEMA_VERSION.to_le_bytes());
+    h.update(&d1.to_le_bytes());
+    h.update(&d2.to_le_bytes());
+    h.update(&[u8::from(clustered)]);
+    h.finalize()
+}
+
+/// Adds the summaries of shards `0, 1, ...` of one dataset (in that order): the total row
+/// count, with the common schema.
+///
+/// Errors: [`Error::InvalidArgument`] for no shards, and [`Error::DimensionMismatch`] naming
+/// the first shard whose d1, d2 or cluster flag differs from shard 0's (or whose checksum does
+/// not match its own fields: a damaged summary).
+pub fn merge_summaries(summaries: &[ShardSummary]) -> Result<ShardSummary> {
+    let first = summaries
+        .first()
+        .ok_or_else(|| Error::invalid("shards", "no shards to fit"))?;
+    let mut total = *first;
+    total.n = 0;
+    for (k, s) in summaries.iter().enumerate() {
+        if s.schema != schema_checksum(s.d1, s.d2, s.clustered) {
+            return Err(Error::invalid(
+                format!("shard {k}"),
+                "its schema checksum does not match its dimensions (a damaged summary)",
+            ));
+        }
+        let describe = |s: &ShardSummary| {
+            format!(
+                "d1 = {}, d2 = {}, {}",
+                s.d1,
+                s.d2,
+                if s.clustered {
+                    "with cluster ids"
+                } else {
+                    "without cluster ids"
+                }
+            )
+        };
+        if s.schema != first.schema {
+            return Err(Error::dims(
+                format!("shard {k}"),
+                format!("shard 0's schema ({})", describe(first)),
+                describe(s),
+            ));
+        }
+        total.n += s.n;
+    }
+    Ok(total)
+}
+
+/// "Give me these sums at these parameters": what every shard computes in one round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Where: theta (length d1) and gamma (length d2).
+    pub params: Params,
+    /// The NLL sum and the gradient sum.
+    pub value: bool,
+    /// Vectors (each of length d1 + d2, stacked theta first) to multiply by the curvature
+    /// matrix: one Hessian-vector product each, in one round.
+    pub products: Vec<Vec<f64>>,
+    /// The matrix of [`Request::products`]: observed Hessian or expected information.
+    pub curvature: Curvature,
+    /// The expected information sum `sum w_i g_i g_i^T`, packed.
+    pub expected: bool,
+    /// The observed Hessian sum, packed.
+    pub observed: bool,
+    /// The score outer-product sum `sum r_i^2 g_i g_i^T` (the robust meat), packed.
+    pub meat: bool,
+    /// The score sums per cluster id (the cluster meat is formed by the driver).
+    pub clusters: bool,
+}
+
+impl Request {
+    /// A request for nothing at `params` (set the fields wanted).
+    pub fn at(params: Params) -> Self {
+        Request {
+            params,
+            value: false,
+            products: Vec::new(),
+            curvature: Curvature::Expected,
+            expected: false,
+            observed: false,
+            meat: false,
+            clusters: false,
+        }
+    }
+}
+
+/// Section flags of [`ShardStats`] (which parts were computed; also the wire format's).
+mod section {
+    pub const VALUE: u32 = 1;
+    pub const OBSERVED_PRODUCTS: u32 = 2;
+    pub const EXPECTED_PRODUCTS: u32 = 4;
+    pub const EXPECTED: u32 = 8;
+    pub const OBSERVED: u32 = 16;
+    pub const MEAT: u32 = 32;
+    pub const CLUSTERS: u32 = 64;
+    pub const ALL: u32 = 127;
+}
+
+/// One shard's answer to a [`Request`] (or the merged answer of several shards): sums over
+/// the shard's rows, never means. Symmetric matrices are packed: the lower triangle row by
+/// row, `(i, j)` for `j <= i` at `i (i + 1) / 2 + j`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardStats {
+    d1: usize,
+    d2: usize,
+    sections: u32,
+    n: u64,
+    nll: f64,
+    grad: Vec<f64>,
+    /// `k` products, `d1 + d2` values each.
+    products: Vec<f64>,
+    expected: Vec<f64>,
+    observed: Vec<f64>,
+    meat: Vec<f64>,
+    clusters: BTreeMap<i64, Vec<f64>>,
+}
+
+/// `p (p + 1) / 2`, the length of a packed symmetric `p x p` matrix.
+fn packed_len(p: usize) -> usize {
+    p * (p + 1) / 2
+}
+
+/// The lower triangle of `m` (symmetric), row by row, times `scale`.
+fn pack(m: &DMatrix<f64>, scale: f64) -> Vec<f64> {
+    let p = m.nrows();
+    let mut out = Vec::with_capacity(packed_len(p));
+    for i in 0..p {
+        for j in 0..=i {
+            out.push(m[(i, j)] * scale);
+        }
+    }
+    out
+}
+
+/// The symmetric `p x p` matrix of a packed lower triangle, divided by `divisor`.
+fn unpack(packed: &[f64], p: usize, divisor: f64) -> DMatrix<f64> {
+    let mut m = DMatrix::zeros(p, p);
+    let mut k = 0;
+    for i in 0..p {
+        for j in 0..=i {
+            m[(i, j)] = packed[k] / divisor;
+            m[(j, i)] = packed[k] / divisor;
+            k += 1;
+        }
+    }
+    m
+}
+
+impl ShardStats {
+    /// Computes `request` on the shard `data` (on the current rayon pool; thread-count
+    /// independent). Costs one pass over the shard for the value and the products' per-sample
+    /// terms, one per product, one Gram product per packed matrix and one pass for the
+    /// cluster sums.
+    ///
+    /// Errors: [`Error::DimensionMismatch`] for parameters or product vectors of the wrong
+    /// length, [`Error::NonFinite`] for non-finite ones, [`Error::InvalidArgument`] for
+    /// cluster sums on a shard without cluster ids.
+    pub fn compute(data: &Dataset, request: &Request) -> Result<Self> {
+        let (d1, d2, p) = (data.d1(), data.d2(), data.n_params());
+        let params = &request.params;
+        if params.theta.len() != d1 {
+            return Err(Error::dims(
+                "theta",
+                format!("{d1} values (d1)"),
+                params.theta.len(),
+            ));
+        }
+        if params.gamma.len() != d2 {
+            return Err(Error::dims(
+                "gamma",
+                format!("{d2} values (d2)"),
+                params.gamma.len(),
+            ));
+        }
+        check_finite("theta", &params.theta)?;
+        check_finite("gamma", &params.gamma)?;
+        for (k, v) in request.products.iter().enumerate() {
+            if v.len() != p {
+                return Err(Error::dims(
+                    format!("products[{k}]"),
+                    format!("{p} values (d1 + d2)"),
+                    v.len(),
+                ));
+            }
+            check_finite(&format!("products[{k}]"), v)?;
+        }
+        if request.clusters && data.cluster().is_none() {
+            return Err(Error::invalid(
+                "clusters",
+                "per-cluster score sums need cluster ids in the shard",
+            ));
+        }
+        let n = data.n() as f64;
+        let mut stats = ShardStats::empty(d1, d2, data.n() as u64);
+        if request.value || !request.products.is_empty() {
+            let eval = evaluate(data, params);
+            if request.value {
+                stats.sections |= section::VALUE;
+                stats.nll = eval.nll * n;
+                stats.grad = eval.grad.iter().map(|g| g * n).collect();
+            }
+            if !request.products.is_empty() {
+                stats.sections |= match request.curvature {
+                    Curvature::Observed => section::OBSERVED_PRODUCTS,
+                    Curvature::Expected => section::EXPECTED_PRODUCTS,
+                };
+                for v in &request.products {
+                    let hv = hessian_vector(data, &eval.terms, v, request.curvature, false);
+                    stats.products.extend(hv.iter().map(|x| x * n));
+                }
+            }
+        }
+        if request.expected {
+            stats.sections |= section::EXPECTED;
+            stats.expected = pack(&expected_information(data, params), n);
+        }
+        if request.observed {
+            stats.sections |= section::OBSERVED;
+            stats.observed = pack(&observed_hessian(data, params), n);
+        }
+        if request.meat {
+            stats.sections |= section::MEAT;
+            stats.meat = pack(&score_outer_product(data, params, false), n);
+        }
+        if request.clusters {
+            stats.sections |= section::CLUSTERS;
+            let (ids, sums) = cluster_score_sums(data, params);
+            stats.clusters = ids
+                .into_iter()
+                .zip(sums.chunks_exact(p))
+                .map(|(id, s)| (id, s.to_vec()))
+                .collect();
+        }
+        Ok(stats)
+    }
+
+    fn empty(d1: usize, d2: usize, n: u64) -> Self {
+        ShardStats {
+            d1,
+            d2,
+            sections: 0,
+            n,
+            nll: 0.0,
+            grad: Vec::new(),
+            products: Vec::new(),
+            expected: Vec::new(),
+            observed: Vec::new(),
+            meat: Vec::new(),
+            clusters: BTreeMap::new(),
+        }
+    }
+
+    /// Adds `other` (another shard's answer to the same request) into `self`: counts and sums
+    /// add, cluster sums add by id (a cluster may span shards). Addition is associative up to
+    /// rounding; merge in a fixed order (shard index, see [`merge_in_order`]) for results that
+    /// do not depend on scheduling.
+    ///
+    /// Errors: [`Error::DimensionMismatch`] when the two answers differ in dimensions, in the
+    /// sections computed or in the number of products (not answers to one request).
+    pub fn merge(&mut self, other: &ShardStats) -> Result<()> {
+        if (self.d1, self.d2) != (other.d1, other.d2) {
+            return Err(Error::dims(
+                "shard statistics",
+                format!("d1 = {}, d2 = {}", self.d1, self.d2),
+                format!("d1 = {}, d2 = {}", other.d1, other.d2),
+            ));
+        }
+        if self.sections != other.sections || self.products.len() != other.products.len() {
+            return Err(Error::dims(
+                "shard statistics",
+                format!(
+                    "sections {:#x} with {} products",
+                    self.sections,
+                    self.num_products()
+                ),
+                format!(
+                    "sections {:#x} with {} products (answers to different requests)",
+                    other.sections,
+                    other.num_products()
+                ),
+            ));
+        }
+        let add = |a: &mut Vec<f64>, b: &[f64]| {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        };
+        self.n += other.n;
+        self.nll += other.nll;
+        add(&mut self.grad, &other.grad);
+        add(&mut self.products, &other.products);
+        add(&mut self.expected, &other.expected);
+        add(&mut self.observed, &other.observed);
+        add(&mut self.meat, &other.meat);
+        for (id, s) in &other.clusters {
+            match self.clusters.get_mut(id) {
+                Some(mine) => add(mine, s),
+                None => {
+                    self.clusters.insert(*id, s.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reward dimension d1.
+    pub fn d1(&self) -> usize {
+        self.d1
+    }
+    /// Covariate dimension d2.
+    pub fn d2(&self) -> usize {
+        self.d2
+    }
+    /// Rows summed over.
+    pub fn n(&self) -> u64 {
+        self.n
+    }
+    fn p(&self) -> usize {
+        self.d1 + self.d2
+    }
+    fn has(&self, flag: u32, what: &str) -> Result<()> {
+        if self.sections & flag == 0 {
+            return Err(Error::invalid(
+                "shard statistics",
+                format!("{what} were not requested"),
+            ));
+        }
+        Ok(())
+    }
+    /// The NLL sum (requested with [`Request::value`]).
+    pub fn nll_sum(&self) -> Result<f64> {
+        self.has(section::VALUE, "the NLL and gradient sums")?;
+        Ok(self.nll)
+    }
+    /// The gradient sum, stacked theta first (requested with [`Request::value`]).
+    pub fn grad_sum(&self) -> Result<&[f64]> {
+        self.has(section::VALUE, "the NLL and gradient sums")?;
+        Ok(&self.grad)
+    }
+    /// Number of Hessian-vector products held.
+    pub fn num_products(&self) -> usize {
+        self.products.len().checked_div(self.p()).unwrap_or(0)
+    }
+    /// Product `k` (the sum of `M_i v_k` over the rows), length d1 + d2.
+    pub fn product(&self, k: usize) -> Result<&[f64]> {
+        let p = self.p();
+        self.products.get(k * p..(k + 1) * p).ok_or_else(|| {
+            Error::invalid(
+                "product",
+                format!("index {k} out of range ({} products)", self.num_products()),
+            )
+        })
+    }
+    /// The expected information sum as a symmetric matrix, divided by `divisor`
+    /// (the row count for the mean).
+    pub fn expected(&self, divisor: f64) -> Result<DMatrix<f64>> {
+        self.has(section::EXPECTED, "the expected information")?;
+        Ok(unpack(&self.expected, self.p(), divisor))
+    }
+    /// The observed Hessian sum as a symmetric matrix, divided by `divisor`
+    /// (the row count for the mean).
+    pub fn observed(&self, divisor: f64) -> Result<DMatrix<f64>> {
+        self.has(section::OBSERVED, "the observed Hessian")?;
+        Ok(unpack(&self.observed, self.p(), divisor))
+    }
+    /// The per-sample score outer-product sum as a symmetric matrix, divided by `divisor`
+    /// (the row count for the mean).
+    pub fn meat(&self, divisor: f64) -> Result<DMatrix<f64>> {
+        self.has(section::MEAT, "the score outer products")?;
+        Ok(unpack(&self.meat, self.p(), divisor))
+    }
+    /// The score sums per cluster id, in increasing id order.
+    pub fn clusters(&self) -> Result<&BTreeMap<i64, Vec<f64>>> {
+        self.has(section::CLUSTERS, "the per-cluster score sums")?;
+        Ok(&self.clusters)
+    }
+    /// The clustered meat `sum_c S_c S_c^T` (clusters in increasing id order) divided by
+    /// `divisor`: formed after every shard's cluster sums were added by id.
+    pub fn cluster_meat(&self, divisor: f64) -> Result<DMatrix<f64>> {
+        let sums: Vec<&Vec<f64>> = self.clusters()?.values().collect();
+        let p = self.p();
+        Ok(crate::linalg::gram(sums.len(), p, divisor, |c, out| {
+            out.copy_from_slice(sums[c])
+        }))
+    }
+}
+
+/// Merges the answers of shards `0, 1, 2, ...` in that order (a left fold: the order is fixed,
+/// so results do not depend on which shard finished first).
+///
+/// Errors: [`Error::InvalidArgument`] for no answers; [`ShardStats::merge`]'s, naming the shard.
+pub fn merge_in_order(stats: Vec<ShardStats>) -> Result<ShardStats> {
+    let mut it = stats.into_iter();
+    let mut total = it
+        .next()
+        .ok_or_else(|| Error::invalid("shards", "no shard statistics to merge"))?;
+    for (k, s) in it.enumerate() {
+        total.merge(&s).map_err(|e| match e {
+            Error::DimensionMismatch { expected, got, .. } => Error::DimensionMismatch {
+                arg: format!("shard {}", k + 1),
+                expected,
+                got,
+            },
+            e => e,
+        })?;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests;
