@@ -46,10 +46,10 @@
 /** Version of this header: major, minor and patch (the library's Cargo.toml version).
  * Compare with hetreward_version() to detect a header/library mismatch. */
 #define HETREWARD_VERSION_MAJOR 0
-#define HETREWARD_VERSION_MINOR 1
+#define HETREWARD_VERSION_MINOR 2
 #define HETREWARD_VERSION_PATCH 0
 /** The same version as a string, "MAJOR.MINOR.PATCH". */
-#define HETREWARD_VERSION "0.1.0"
+#define HETREWARD_VERSION "0.2.0"
 
 
 /**
@@ -823,9 +823,12 @@ void hetreward_dataset_free(struct hetreward_dataset *dataset);
  * The default fit params (values documented on each field), with `struct_size` set.
  * Thread-safe; cannot fail.
  *
- * The struct is returned by value at this library's size: a program built against an older
- * header that calls this function must be rebuilt (its smaller struct would be overrun). A
- * struct from an older header filled in by the caller is accepted by hetreward_fitter_new().
+ * The struct is returned by value at this library's size, so a program built against an older
+ * header must not call this function of a newer library: the minor version is part of the
+ * SONAME (libhetreward.so.0.MINOR) while the major version is 0, so such a program keeps
+ * loading the library it was built with and must be rebuilt to use this one. A struct from an
+ * older header that the caller filled in itself (struct_size = its size) is accepted by
+ * hetreward_fitter_new().
  */
 struct hetreward_fit_params hetreward_fit_default_params(void);
 

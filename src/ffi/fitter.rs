@@ -169,9 +169,12 @@ unsafe fn params_over_defaults(p: *const hetreward_fit_params) -> Result<hetrewa
 /// The default fit params (values documented on each field), with `struct_size` set.
 /// Thread-safe; cannot fail.
 ///
-/// The struct is returned by value at this library's size: a program built against an older
-/// header that calls this function must be rebuilt (its smaller struct would be overrun). A
-/// struct from an older header filled in by the caller is accepted by hetreward_fitter_new().
+/// The struct is returned by value at this library's size, so a program built against an older
+/// header must not call this function of a newer library: the minor version is part of the
+/// SONAME (libhetreward.so.0.MINOR) while the major version is 0, so such a program keeps
+/// loading the library it was built with and must be rebuilt to use this one. A struct from an
+/// older header that the caller filled in itself (struct_size = its size) is accepted by
+/// hetreward_fitter_new().
 #[no_mangle]
 pub extern "C" fn hetreward_fit_default_params() -> hetreward_fit_params {
     let o = FitOptions::default();

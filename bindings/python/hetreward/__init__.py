@@ -43,7 +43,7 @@ from .errors import (
     SingularInformationError,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def library_version() -> str:

@@ -39,7 +39,7 @@ from ctypes import (
 
 #: The (major, minor) of the C API this package was written for. While major is 0, a minor
 #: change may break the ABI, so both must match the loaded library.
-ABI_VERSION = (0, 1)
+ABI_VERSION = (0, 2)
 
 # Typedefs of the header (all uint32_t).
 hetreward_status = c_uint32

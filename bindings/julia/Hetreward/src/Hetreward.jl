@@ -38,7 +38,7 @@ const hetreward_intervals = UInt32
 const hetreward_progress_callback = Ptr{Cvoid}
 
 const HETREWARD_VERSION_MAJOR = 0
-const HETREWARD_VERSION_MINOR = 1
+const HETREWARD_VERSION_MINOR = 2
 const HETREWARD_VERSION_PATCH = 0
 
 const HETREWARD_OK = hetreward_status(0)
