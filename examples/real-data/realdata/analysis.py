@@ -52,14 +52,17 @@ def held_out_scores(p, y):
                 accuracy=float(np.mean((p > 0.5) == (y > 0.5))), n=int(len(y)))
 
 
-def fit(z, y, psi=None, cluster=None, covariance="expected"):
-    """A hetreward fit (library defaults: Newton, multi-start) of z (n, d1) float64."""
+def fit(z, y, psi=None, cluster=None, covariance="expected", intervals=None, seed=None):
+    """A hetreward fit (library defaults: Newton, multi-start) of z (n, d1) float64.
+    ``intervals`` (None = the library's default, the paper's Wald) is the model's interval
+    method, which every consumer (score, compare, select, rationality) then uses; ``seed``
+    seeds the fit and its bootstrap refits."""
     n = len(y)
     with hr.Dataset(np.ascontiguousarray(z, np.float64), np.ones(n),
                     None if psi is None else np.ascontiguousarray(psi, np.float64),
                     np.ascontiguousarray(y, np.float64),
                     None if cluster is None else np.ascontiguousarray(cluster, np.int64)) as ds, \
-            hr.Fitter(covariance=covariance) as f:
+            hr.Fitter(covariance=covariance, intervals=intervals, seed=seed) as f:
         return f.fit(ds)
 
 
@@ -173,16 +176,28 @@ def model_params(m, alpha=ALPHA):
                 grad_norm=r.grad_norm, covariance=r.covariance, solver=r.solver)
 
 
-def rationality(m_exp, m_clu):
+def rationality(m_exp, m_clu, m_cal):
     """Experts' vs authors' rationality: gamma (sigma_expert - sigma_author, authors fixed at
-    sigma = psi0 = 1) and sigma_expert, with expected-information and cluster-robust CIs."""
+    sigma = psi0 = 1) and sigma_expert, with expected-information (Wald), cluster-robust and
+    calibrated CIs. The calibrated model's estimate and SE are the library's under its interval
+    method (the SD of the refits' rationalities; resized: the estimate bias-corrected); its CI
+    is estimate +- q SE, which is the library's own interval for the resized bootstrap; for the
+    plain bootstrap the library's is the refits' percentile interval, which the C API does not
+    return for a rationality, so this normal interval stands in (recorded as ``ci_kind``)."""
     out = {}
-    for label, m in (("expected", m_exp), ("cluster", m_clu)):
-        g, gse = float(m.gamma[0]), float(m.gamma_se[0])
+    for label, m in (("expected", m_exp), ("cluster", m_clu), ("calibrated", m_cal)):
+        # gamma = sigma(psi = 1) - sigma(psi = 0) = the rationality of psi0 = 0, psi = 1.
+        g, gse = m.rationality(0.0, [1.0])
         s, sse = m.rationality(1.0, [1.0])
         out[label] = dict(gamma=g, gamma_se=gse, gamma_ci=wald(g, gse),
                           sigma_expert=s, sigma_expert_se=sse, sigma_expert_ci=wald(s, sse),
                           sigma_author=m.rationality(1.0, [0.0])[0])
+    info = m_cal.intervals()
+    out["calibrated"].update(
+        intervals=info, method=info["method"],
+        ci_kind="the library's (estimate +- q SE)" if info["method"] != "bootstrap"
+        else "estimate +- q x the library's bootstrap SE (the percentile one is not in the "
+             "C API for a rationality)")
     return out
 
 
@@ -260,7 +275,8 @@ def compare_llms(m, phibar, questions, mt, alpha=ALPHA):
 
 def ranking(models_by_cov, phibar, questions, mt, alpha=ALPHA):
     """Each LLM's mean reward over the questions all six answered (one score call on the mean
-    feature vector: exact, r is linear) with CIs from each covariance; rank intervals from the
+    feature vector: exact, r is linear) with CIs from each model of ``models_by_cov`` (label ->
+    model: covariances, interval methods); rank intervals from the
     library's exact pairwise tests of the mean rewards at Bonferroni level alpha / 15."""
     common = [q for q in questions if all((q, mm) in phibar for mm in MODELS)]
     mean_phi = np.stack([np.mean([phibar[(q, mm)].astype(np.float64) for q in common], axis=0)
@@ -270,7 +286,11 @@ def ranking(models_by_cov, phibar, questions, mt, alpha=ALPHA):
     for cov, m in models_by_cov.items():
         s = m.score(mean_phi, alpha=alpha)
         for i, mm in enumerate(MODELS):
-            rows[mm].update({"reward": float(s["reward"][i]), f"se_{cov}": float(s["se"][i]),
+            # "reward" is the MLE's (the first model's); a calibrated model may re-centre it
+            # (resized: de-inflated), kept as reward_<cov>.
+            rows[mm].setdefault("reward", float(s["reward"][i]))
+            rows[mm].update({f"reward_{cov}": float(s["reward"][i]),
+                             f"se_{cov}": float(s["se"][i]),
                              f"lower_{cov}": float(s["lower"][i]),
                              f"upper_{cov}": float(s["upper"][i])})
         # Rank intervals: r_i - r_j significant at alpha / (number of pairs).

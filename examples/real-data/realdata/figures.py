@@ -14,14 +14,16 @@ def _save(fig, path):
     return path
 
 
-def forest(ranking, path):
-    """The six LLMs' mean rewards with expected-information and cluster-robust 95% CIs."""
-    fig, ax = plt.subplots(figsize=(7.5, 4))
+def forest(ranking, calibrated_label, path):
+    """The six LLMs' mean rewards with expected-information (Wald), cluster-robust and
+    calibrated 95% CIs."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
     rows = ranking[::-1]
     y = np.arange(len(rows))
-    for off, cov, color, label in ((0.12, "expected", "C0", "expected information"),
-                                   (-0.12, "cluster", "C3", "cluster-robust (judge)")):
-        r = np.array([x["reward"] for x in rows])
+    for off, cov, color, label in ((0.2, "expected", "C0", "expected information (Wald)"),
+                                   (0.0, "cluster", "C3", "cluster-robust (judge)"),
+                                   (-0.2, "calibrated", "C2", calibrated_label)):
+        r = np.array([x[f"reward_{cov}"] for x in rows])
         lo = np.array([x[f"lower_{cov}"] for x in rows])
         hi = np.array([x[f"upper_{cov}"] for x in rows])
         ax.errorbar(r, y + off, xerr=[r - lo, hi - r], fmt="o", color=color, capsize=3,
@@ -31,27 +33,32 @@ def forest(ranking, path):
     ax.axvline(0, color="grey", lw=0.5)
     ax.set_xlabel("mean reward over MT-Bench questions (theta . phi), 95% CI")
     ax.set_title("MT-Bench: the six LLMs' rewards (heterogeneous model)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, fontsize=8)
     return _save(fig, path)
 
 
 def rationality(rat, path):
-    """sigma of authors (fixed at 1 by psi0) and experts (1 + gamma) with both CIs."""
-    fig, ax = plt.subplots(figsize=(7.5, 3))
+    """sigma of authors (fixed at 1 by psi0) and experts (1 + gamma) with the Wald,
+    cluster-robust and calibrated CIs."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
     ax.plot([1.0], [0], "ks")
     labels = ["authors (sigma = psi0 = 1, reference)"]
-    for i, (cov, color) in enumerate((("expected", "C0"), ("cluster", "C3")), start=1):
+    names = dict(expected="expected information (Wald)", cluster="cluster-robust")
+    cal = rat["calibrated"]["intervals"]
+    names["calibrated"] = f"calibrated ({cal['method']}, B = {cal['reps']})"
+    for i, (cov, color) in enumerate((("expected", "C0"), ("cluster", "C3"),
+                                      ("calibrated", "C2")), start=1):
         r = rat[cov]
         lo, hi = r["sigma_expert_ci"]
         ax.errorbar([r["sigma_expert"]], [i], xerr=[[r["sigma_expert"] - lo],
                                                     [hi - r["sigma_expert"]]],
                     fmt="o", color=color, capsize=4)
-        labels.append(f"experts, {cov} CI")
-    ax.set_yticks(range(3))
+        labels.append(f"experts, {names[cov]}")
+    ax.set_yticks(range(4))
     ax.set_yticklabels(labels)
-    ax.set_ylim(-0.6, 2.6)
-    ax.set_xlabel("rationality sigma = psi0 + gamma * expert, 95% CI")
+    ax.set_ylim(-0.6, 3.6)
+    ax.set_xlabel("rationality sigma = psi0 + gamma * expert, 95% CI by method")
     ax.set_title("MT-Bench: rationality of expert judges vs paper authors")
     return _save(fig, path)
 

@@ -9,6 +9,8 @@
 * the models fitted through the Python binding equal `hetreward fit` (the CLI) on the exported
   training sets to 1e-8 (estimates and SEs, expected and cluster covariance);
 * held-out accuracies clear stated floors (well below what the data gives, well above chance);
+* the calibrated intervals (intervals="auto") are recorded, finite, contain their estimates,
+  with the method the library's auto rule picks for this n and d1;
 * every figure is written, is a PNG and is not empty; the report states provenance and subset.
 """
 
@@ -143,6 +145,51 @@ def test_results_are_coherent(results):
         assert abs(x["sigma_expert"] - 1 - x["gamma"]) < 1e-12
     # N = 6: one candidate set per question whose six answers all have human judgments.
     assert mt["bon"][-1]["n"] == 6 and 0 < mt["bon"][-1]["sets"] <= d["questions"]
+
+
+def _auto_pick(n, d1, d2):
+    """The library's documented auto rule (README "Calibrated intervals: which method when",
+    calibrate::auto_pick) and each method's default B."""
+    if d1 / n > 0.02:
+        return "resized", 100
+    if n / (d1 + d2) < 1000:
+        return "bootstrap", 400
+    return "wald", 0
+
+
+def test_calibrated_intervals_recorded(results):
+    """The calibrated (intervals="auto") rationality and ranking CIs are in results.json,
+    finite, contain their estimate, and the method recorded is the one auto picks for this
+    n and d1 (the CI subset's d1 = 16 of 651 judgments: resized; d1/n <= 0.02: bootstrap)."""
+    mt = results["mtbench"]
+    x = mt["rationality"]["calibrated"]
+    info = x["intervals"]
+    fitted, d1 = results["data"]["mtbench"]["fitted"], mt["chosen_dim"]
+    assert info["requested"] == "auto", info
+    assert abs(info["d1_over_n"] - d1 / fitted) < 1e-12, (info, d1, fitted)
+    assert (info["method"], info["reps"]) == _auto_pick(fitted, d1, 1), info
+    assert info["method"] != "wald" and info["seed"] == results["seed"], info
+    assert info["diverged_share"] < 0.05, info
+    assert x["method"] == info["method"]
+    for key in ("gamma", "sigma_expert"):
+        lo, hi = x[f"{key}_ci"]
+        assert np.isfinite([lo, hi, x[key], x[f"{key}_se"]]).all(), (key, x)
+        assert lo < x[key] < hi, (key, x)
+    assert abs(x["sigma_expert"] - x["sigma_author"] - x["gamma"]) < 1e-12, x
+    wald = mt["rationality"]["expected"]
+    assert x["gamma_se"] != wald["gamma_se"], (x, wald)
+    if info["method"] == "bootstrap":  # the same MLE; only the interval differs
+        assert abs(x["gamma"] - wald["gamma"]) < 1e-9, (x, wald)
+    for r in mt["ranking"]:
+        lo, hi = r["lower_calibrated"], r["upper_calibrated"]
+        assert np.isfinite([lo, hi, r["reward_calibrated"], r["se_calibrated"]]).all(), r
+        assert lo < r["reward_calibrated"] < hi, r
+        assert (lo, hi) != (r["lower_expected"], r["upper_expected"]), r
+        if info["method"] == "bootstrap":
+            assert abs(r["reward_calibrated"] - r["reward"]) < 1e-9, r
+        else:  # resized: de-inflated, r_hat / alpha_hat with alpha_hat > 0
+            ratio = r["reward_calibrated"] / r["reward"]
+            assert abs(ratio - 1 / info["alpha_hat"]) < 1e-6 * ratio, (r, info)
 
 
 def test_figures_written_and_non_empty(out, results):
