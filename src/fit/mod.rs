@@ -399,6 +399,31 @@ pub struct Run {
     pub termination: Termination,
 }
 
+/// Why a run stops at a finite point with gradient norm `grad_norm` and mean NLL `nll` after
+/// `iterations` iterations, or `None` to go on: the tolerance met ([`Termination::Converged`],
+/// or [`Termination::Diverged`] when the NLL is below [`SEPARATED_NLL`]: the gradient vanished
+/// only because the data are separated), else the iteration cap. The one rule of every solver
+/// loop (this driver's and the distributed driver's).
+pub(crate) fn stop_reason(
+    grad_norm: f64,
+    nll: f64,
+    tol: f64,
+    iterations: usize,
+    max_iter: usize,
+) -> Option<Termination> {
+    if grad_norm <= tol {
+        Some(if nll < SEPARATED_NLL {
+            Termination::Diverged
+        } else {
+            Termination::Converged
+        })
+    } else if iterations >= max_iter {
+        Some(Termination::MaxIterations)
+    } else {
+        None
+    }
+}
+
 /// Drives `solver` from `start` until the gradient norm is at most `tol`, `max_iter` iterations
 /// are done, the solver stalls or diverges, or the caller cancels ([`Error::Cancelled`]).
 pub fn run_solver(
@@ -417,15 +442,8 @@ pub fn run_solver(
             break Termination::Diverged;
         }
         let grad_norm = solver.grad_norm(&state);
-        if grad_norm <= tol {
-            break if state.nll < SEPARATED_NLL {
-                Termination::Diverged
-            } else {
-                Termination::Converged
-            };
-        }
-        if iterations >= max_iter {
-            break Termination::MaxIterations;
+        if let Some(t) = stop_reason(grad_norm, state.nll, tol, iterations, max_iter) {
+            break t;
         }
         let progress = Progress {
             start: start_index,

@@ -27,8 +27,8 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::newton::{damped_direction, solve_spd, ARMIJO, MAX_HALVINGS};
 use crate::fit::{
-    FitControl, FitOptions, FitReport, Init, NewtonVariant, Progress, SolverKind, Termination,
-    DENSE_NEWTON_MAX_PARAMS, SEPARATED_NLL,
+    stop_reason, FitControl, FitOptions, FitReport, Init, NewtonVariant, Progress, SolverKind,
+    Termination, DENSE_NEWTON_MAX_PARAMS,
 };
 use crate::fitted::RewardModel;
 use crate::inference::{factors_from_matrices, CovarianceKind};
@@ -388,15 +388,8 @@ impl Driver<'_, '_> {
             }
             let g = at.grad[..free].to_vec();
             let grad_norm = norm(&g);
-            if grad_norm <= tol {
-                break if at.nll < SEPARATED_NLL {
-                    Termination::Diverged
-                } else {
-                    Termination::Converged
-                };
-            }
-            if iterations >= max_iter {
-                break Termination::MaxIterations;
+            if let Some(t) = stop_reason(grad_norm, at.nll, tol, iterations, max_iter) {
+                break t;
             }
             let progress = Progress {
                 start: 0,
