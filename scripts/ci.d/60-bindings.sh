@@ -19,6 +19,8 @@
 # Any part that cannot run fails the step.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/venv.sh
+source scripts/lib/venv.sh
 root=$(pwd)
 for tool in go pkg-config python3 cmake cargo git; do
   command -v "$tool" >/dev/null || { echo "$tool not found (scripts/ci.d/00-system-packages.sh installs it)" >&2; exit 1; }
@@ -105,13 +107,7 @@ prefix="$work/prefix2"
 
 echo "--- Python: pip wheel bindings/python (setuptools-rust), auditwheel"
 before=$(git status --porcelain --ignored -- bindings/python)
-python3 -m venv "$work/tools" 2>"$work/venv.log" || {
-  cat "$work/venv.log" >&2
-  echo "python3 -m venv failed; installing python3-venv" >&2
-  bash scripts/ci.d/00-system-packages.sh python3-venv
-  rm -rf "$work/tools"
-  python3 -m venv "$work/tools"
-}
+make_venv "$work/tools"
 tools="$work/tools/bin"
 pipq() { "$1" -m pip install -q --disable-pip-version-check "${@:2}"; }
 pipq "$tools/python" --upgrade pip >/dev/null
@@ -145,7 +141,7 @@ print(f"wheel {os.path.getsize(wheel) / 1e6:.2f} MB, library inside {size / 1e6:
 PYEOF
 
 echo "--- Python: the wheel in a clean venv, its suite without HETREWARD_LIB"
-python3 -m venv "$work/venv"
+make_venv "$work/venv"
 py="$work/venv/bin/python"
 pipq "$py" --upgrade pip >/dev/null
 pipq "$py" numpy pytest

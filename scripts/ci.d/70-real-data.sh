@@ -13,6 +13,8 @@
 # without it this step fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# shellcheck source=scripts/lib/venv.sh
+source scripts/lib/venv.sh
 root=$(pwd)
 for tool in python3 cmake cargo; do
   command -v "$tool" >/dev/null || { echo "$tool not found (scripts/ci.d/00-system-packages.sh installs it)" >&2; exit 1; }
@@ -29,13 +31,7 @@ trap 'rm -rf "$work"' EXIT
 
 echo "--- venv: pipeline requirements, reference implementation, embedding model"
 t0=$(date +%s)
-if ! python3 -m venv "$work/venv" 2>"$work/venv.log"; then
-  cat "$work/venv.log" >&2
-  echo "python3 -m venv failed; installing python3-venv" >&2
-  bash scripts/ci.d/00-system-packages.sh python3-venv
-  rm -rf "$work/venv"
-  python3 -m venv "$work/venv"
-fi
+make_venv "$work/venv"
 py="$work/venv/bin/python"
 "$py" -m pip install -q --disable-pip-version-check \
   -r examples/real-data/requirements.txt -r examples/real-data/requirements-crosscheck.txt
