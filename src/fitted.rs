@@ -13,6 +13,7 @@
 use crate::calibrate::{
     self, Calibration, IntervalDiagnostics, IntervalMethod, IntervalOptions, Target,
 };
+use crate::coefficients;
 use crate::data::Dataset;
 use crate::error::{check_alpha, check_finite, Error, Result};
 use crate::fit::{fit, FitControl, FitOptions, FitReport};
@@ -516,29 +517,22 @@ impl RewardModel {
         Ok(cal.functional(sigma, &mut v, alpha, Target::Gamma { bias }))
     }
 
-    /// `(1 - alpha)` interval of `theta_j` under the model's interval method (`j < d1`).
+    /// `(1 - alpha)` interval of `theta_j` under the model's interval method (`j < d1`): the
+    /// row of the coefficient table ([`crate::coefficients`]).
     pub fn theta_interval(&self, j: usize, alpha: f64) -> RewardInterval {
-        let mut e = vec![0.0; self.d1()];
-        e[j] = 1.0;
-        if !self.calibration.uses_draws() {
-            let q = critical_value(alpha);
-            let (v, s) = (self.params.theta[j], self.theta_se[j]);
-            return RewardInterval {
-                reward: v,
-                se: s,
-                lower: v - q * s,
-                upper: v + q * s,
-            };
-        }
-        self.reward_interval(&e, alpha)
+        coefficients::coefficient_unchecked(self, coefficients::Block::Theta, j, alpha).interval()
     }
 
-    /// `(1 - alpha)` interval of `gamma_k` under the model's interval method (`k < d2`).
+    /// `(1 - alpha)` interval of `gamma_k` under the model's interval method (`k < d2`): the
+    /// row of the coefficient table ([`crate::coefficients`]).
     pub fn gamma_interval(&self, k: usize, alpha: f64) -> RewardInterval {
-        let mut e = vec![0.0; self.d2()];
-        e[k] = 1.0;
-        self.rationality_interval(0.0, &e, alpha)
-            .expect("a unit vector of length d2 and a valid alpha")
+        coefficients::coefficient_unchecked(self, coefficients::Block::Gamma, k, alpha).interval()
+    }
+
+    /// The coefficient table (estimate, SE, z, p-value, CI of every theta_j and gamma_k) at
+    /// level `alpha` under the model's interval method; [`crate::coefficients::coefficients`].
+    pub fn coefficients(&self, alpha: f64) -> Result<coefficients::CoefficientTable> {
+        coefficients::coefficients(self, alpha)
     }
 
     /// The paper's Wald rationality and SE, whatever the model's method (checked input).

@@ -21,6 +21,7 @@
 //! | [`inference`] | covariance kinds: expected, observed, robust, cluster |
 //! | [`calibrate`] | interval methods: Wald, parametric bootstrap, resized bootstrap, auto |
 //! | [`fitted`] | the immutable [`RewardModel`]: reward SEs and CIs, rationality |
+//! | [`coefficients`] | the coefficient table (estimate, SE, z, p, CI) under the model's interval method |
 //! | [`select`] | reward differences, win rates, BoN / pBoN |
 //! | [`shard`] | per-shard sums (mergeable, serialisable) and the driver-side fit over them |
 //! | [`io`] | training/scoring files (CSV, safetensors) and the model file |
@@ -44,6 +45,7 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+pub mod coefficients;
 pub mod data;
 pub mod demo;
 pub mod error;
