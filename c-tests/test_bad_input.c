@@ -52,6 +52,7 @@ static hetreward_reward out_rewards[M];
 static hetreward_comparison out_cmp[M];
 static hetreward_candidate out_cand[M];
 static hetreward_fit_report out_report;
+static hetreward_coefficient out_coef[D1 + D2];
 static size_t out_index, out_len;
 static double out_sigma, out_se;
 
@@ -65,13 +66,14 @@ static void reset_outputs(void) {
     memset(out_cmp, 0x5A, sizeof out_cmp);
     memset(out_cand, 0x5A, sizeof out_cand);
     memset(&out_report, 0x5A, sizeof out_report);
+    memset(out_coef, 0x5A, sizeof out_coef);
     out_index = 777;
     out_len = 777;
     out_sigma = out_se = -7.0;
 }
 
 static int outputs_untouched(void) {
-    unsigned char pattern[sizeof out_cand];
+    unsigned char pattern[sizeof out_cand > sizeof out_coef ? sizeof out_cand : sizeof out_coef];
     size_t i;
     memset(pattern, 0x5A, sizeof pattern);
     for (i = 0; i < sizeof out_values / sizeof out_values[0]; i++)
@@ -80,7 +82,8 @@ static int outputs_untouched(void) {
            memcmp(out_rewards, pattern, sizeof out_rewards) == 0 &&
            memcmp(out_cmp, pattern, sizeof out_cmp) == 0 &&
            memcmp(out_cand, pattern, sizeof out_cand) == 0 &&
-           memcmp(&out_report, pattern, sizeof out_report) == 0 && out_index == 777 &&
+           memcmp(&out_report, pattern, sizeof out_report) == 0 &&
+           memcmp(out_coef, pattern, sizeof out_coef) == 0 && out_index == 777 &&
            out_len == 777 && out_sigma == -7.0 && out_se == -7.0;
 }
 
@@ -957,6 +960,34 @@ static void model_scoring_cases(const hetreward_model *other) {
          hetreward_model_rationality(model, 1.0, psi, D2, NULL, &out_se));
     CASE("out_se", "NULL", HETREWARD_NULL_POINTER, "`out_se`",
          hetreward_model_rationality(model, 1.0, psi, D2, &out_sigma, NULL));
+
+    function_header("hetreward_model_coefficients");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_coefficients(NULL, HETREWARD_COEFFICIENTS_ALL, 0.05, out_coef, D1 + D2,
+                                      &out_len));
+    CASE("which", "3 (unknown)", HETREWARD_INVALID_ARGUMENT,
+         "`which`" SEP "unknown value 3" SEP "HETREWARD_COEFFICIENTS_*",
+         hetreward_model_coefficients(model, 3, 0.05, out_coef, D1 + D2, &out_len));
+    CASE("alpha", "0", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_coefficients(model, HETREWARD_COEFFICIENTS_ALL, 0.0, out_coef, D1 + D2,
+                                      &out_len));
+    CASE("alpha", "NaN", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_coefficients(model, HETREWARD_COEFFICIENTS_THETA, NAN, out_coef, D1,
+                                      &out_len));
+    CASE("out_count", "NULL", HETREWARD_NULL_POINTER, "`out_count`",
+         hetreward_model_coefficients(model, HETREWARD_COEFFICIENTS_ALL, 0.05, out_coef,
+                                      D1 + D2, NULL));
+    CASE("capacity", "5 (all rows need 6)", HETREWARD_DIMENSION_MISMATCH,
+         "`capacity`" SEP "at least 6 rows" SEP "got 5",
+         hetreward_model_coefficients(model, HETREWARD_COEFFICIENTS_ALL, 0.05, out_coef,
+                                      D1 + D2 - 1, &out_len));
+    CASE("capacity", "0 with out_rows given", HETREWARD_DIMENSION_MISMATCH, "`capacity`",
+         hetreward_model_coefficients(model, HETREWARD_COEFFICIENTS_GAMMA, 0.05, out_coef, 0,
+                                      &out_len));
+    CASE("out_rows", "NULL (a size query; capacity ignored)", HETREWARD_OK, "",
+         hetreward_model_coefficients(model, HETREWARD_COEFFICIENTS_ALL, 0.05, NULL, 0, &out_len));
+    CHECK(out_len == D1 + D2);
+    reset_outputs();
 #undef RESTORE
     free(bad);
     free(wide);

@@ -160,6 +160,53 @@ typedef struct hetreward_model hetreward_model;
 typedef struct hetreward_shard_stats hetreward_shard_stats;
 
 /**
+ * Which rows hetreward_model_coefficients() returns: one of HETREWARD_COEFFICIENTS_*.
+ */
+typedef uint32_t hetreward_coefficients;
+
+/**
+ * One row of the coefficient table, filled by hetreward_model_coefficients().
+ */
+typedef struct hetreward_coefficient {
+    /**
+     * HETREWARD_COEFFICIENTS_THETA or HETREWARD_COEFFICIENTS_GAMMA: which vector the row is
+     * a coefficient of.
+     */
+    hetreward_coefficients block;
+    /**
+     * 0-based index in that vector.
+     */
+    size_t index;
+    /**
+     * The estimate on the reported scale (theta_hat / alpha_hat and gamma_hat - bias for the
+     * resized bootstrap; the estimate itself otherwise).
+     */
+    double estimate;
+    /**
+     * Wald: the standard error (as hetreward_model_theta_se() / _gamma_se()); bootstrap
+     * methods: the SD of the refits' values on the reported scale.
+     */
+    double se;
+    /**
+     * estimate / se (0 when both are 0).
+     */
+    double z;
+    /**
+     * Two-sided p-value of "coefficient = 0": normal for Wald and the resized bootstrap,
+     * 2 min(#{draws <= 0}, #{draws >= 0}) / B for the percentile bootstrap.
+     */
+    double p_value;
+    /**
+     * Lower end of the (1 - alpha) CI.
+     */
+    double lower;
+    /**
+     * Upper end of the CI.
+     */
+    double upper;
+} hetreward_coefficient;
+
+/**
  * Which algorithm fits the model: one of the HETREWARD_SOLVER_* values.
  */
 typedef uint32_t hetreward_solver;
@@ -523,6 +570,21 @@ typedef struct hetreward_candidate {
 typedef uint32_t hetreward_shard_sections;
 
 /**
+ * The d1 reward coefficients theta_j, in order.
+ */
+#define HETREWARD_COEFFICIENTS_THETA 0
+
+/**
+ * The d2 rationality coefficients gamma_k, in order.
+ */
+#define HETREWARD_COEFFICIENTS_GAMMA 1
+
+/**
+ * All d1 + d2 rows: theta first, then gamma.
+ */
+#define HETREWARD_COEFFICIENTS_ALL 2
+
+/**
  * Damped Newton / Fisher scoring with line search and multi-start (the default; fast).
  */
 #define HETREWARD_SOLVER_NEWTON 0
@@ -711,6 +773,26 @@ const char *hetreward_status_name(uint32_t status);
  * built with). Never NULL; the string is static. Thread-safe.
  */
 const char *hetreward_version(void);
+
+/**
+ * The coefficient table of the model at level `alpha` in (0, 1), under the model's interval
+ * method (hetreward_model_intervals(); the paper's Wald table of any model is that of
+ * hetreward_model_wald()'s copy): `which` selects the rows (HETREWARD_COEFFICIENTS_THETA:
+ * d1 rows, _GAMMA: d2 rows, _ALL: theta then gamma).
+ *
+ * With `out_rows` NULL, only writes the number of rows to `*out_count` (`capacity` is then
+ * ignored). Otherwise `out_rows` holds `capacity` elements, at least the number of rows: the
+ * rows are written (padding zeroed) and their number to `*out_count`. Returns
+ * HETREWARD_NULL_POINTER (model, out_count), HETREWARD_INVALID_ARGUMENT (unknown `which`,
+ * alpha), HETREWARD_DIMENSION_MISMATCH (capacity too small; the message gives the number
+ * needed). Nothing is written on failure. Thread-safe.
+ */
+hetreward_status hetreward_model_coefficients(const struct hetreward_model *model,
+                                              hetreward_coefficients which,
+                                              double alpha,
+                                              struct hetreward_coefficient *out_rows,
+                                              size_t capacity,
+                                              size_t *out_count);
 
 /**
  * Builds a dataset from row-major `double` arrays, copying and validating them.

@@ -222,3 +222,13 @@ fn test_header() {
 fn test_intervals() {
     run_c_test("test_intervals", "test_intervals.c", Link::Shared, &[]);
 }
+
+#[test]
+fn test_coefficients() {
+    run_c_test(
+        "test_coefficients",
+        "test_coefficients.c",
+        Link::Shared,
+        &[],
+    );
+}

@@ -38,7 +38,7 @@ cmake --build "$work/c-tests" -j "$jobs"
 (cd "$work/c-tests" && ctest --output-on-failure -j "$jobs")
 
 echo "--- C test suite under valgrind memcheck"
-for t in test_api test_errors test_threads test_cancel test_version test_header test_intervals test_shard; do
+for t in test_api test_errors test_threads test_cancel test_version test_header test_intervals test_shard test_coefficients; do
   (cd "$work/c-tests" && valgrind -q --error-exitcode=1 --leak-check=full \
       --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect \
       "./$t")

@@ -21,6 +21,7 @@
 // `status` first: cbindgen emits items in the order it parses modules.
 pub mod status;
 
+pub mod coefficients;
 pub mod dataset;
 pub mod fitter;
 pub mod intervals;

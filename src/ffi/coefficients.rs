@@ -1,0 +1,141 @@
+//! The coefficient table in the C ABI: estimate, SE, z, p-value and CI of every theta_j and
+//! gamma_k under the model's interval method ([`crate::coefficients`]).
+
+use super::model::{hetreward_model, model_ref};
+use super::status::{boundary, hetreward_status};
+use super::{out_ptr, out_slice, write_zero_padded, ZeroPadded};
+use crate::coefficients::{self, Block, Coefficient};
+use crate::error::{check_alpha, Error};
+
+/// Which rows hetreward_model_coefficients() returns: one of HETREWARD_COEFFICIENTS_*.
+#[allow(non_camel_case_types)]
+pub type hetreward_coefficients = u32;
+/// The d1 reward coefficients theta_j, in order.
+pub const HETREWARD_COEFFICIENTS_THETA: hetreward_coefficients = 0;
+/// The d2 rationality coefficients gamma_k, in order.
+pub const HETREWARD_COEFFICIENTS_GAMMA: hetreward_coefficients = 1;
+/// All d1 + d2 rows: theta first, then gamma.
+pub const HETREWARD_COEFFICIENTS_ALL: hetreward_coefficients = 2;
+
+/// One row of the coefficient table, filled by hetreward_model_coefficients().
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[allow(non_camel_case_types)]
+pub struct hetreward_coefficient {
+    /// HETREWARD_COEFFICIENTS_THETA or HETREWARD_COEFFICIENTS_GAMMA: which vector the row is
+    /// a coefficient of.
+    pub block: hetreward_coefficients,
+    /// 0-based index in that vector.
+    pub index: usize,
+    /// The estimate on the reported scale (theta_hat / alpha_hat and gamma_hat - bias for the
+    /// resized bootstrap; the estimate itself otherwise).
+    pub estimate: f64,
+    /// Wald: the standard error (as hetreward_model_theta_se() / _gamma_se()); bootstrap
+    /// methods: the SD of the refits' values on the reported scale.
+    pub se: f64,
+    /// estimate / se (0 when both are 0).
+    pub z: f64,
+    /// Two-sided p-value of "coefficient = 0": normal for Wald and the resized bootstrap,
+    /// 2 min(#{draws <= 0}, #{draws >= 0}) / B for the percentile bootstrap.
+    pub p_value: f64,
+    /// Lower end of the (1 - alpha) CI.
+    pub lower: f64,
+    /// Upper end of the CI.
+    pub upper: f64,
+}
+
+impl ZeroPadded for hetreward_coefficient {
+    unsafe fn write_fields(&self, dst: *mut Self) {
+        use std::ptr::addr_of_mut;
+        addr_of_mut!((*dst).block).write(self.block);
+        addr_of_mut!((*dst).index).write(self.index);
+        addr_of_mut!((*dst).estimate).write(self.estimate);
+        addr_of_mut!((*dst).se).write(self.se);
+        addr_of_mut!((*dst).z).write(self.z);
+        addr_of_mut!((*dst).p_value).write(self.p_value);
+        addr_of_mut!((*dst).lower).write(self.lower);
+        addr_of_mut!((*dst).upper).write(self.upper);
+    }
+}
+
+impl From<&Coefficient> for hetreward_coefficient {
+    fn from(c: &Coefficient) -> Self {
+        hetreward_coefficient {
+            block: match c.block {
+                Block::Theta => HETREWARD_COEFFICIENTS_THETA,
+                Block::Gamma => HETREWARD_COEFFICIENTS_GAMMA,
+            },
+            index: c.index,
+            estimate: c.estimate,
+            se: c.se,
+            z: c.z,
+            p_value: c.p_value,
+            lower: c.lower,
+            upper: c.upper,
+        }
+    }
+}
+
+/// The coefficient table of the model at level `alpha` in (0, 1), under the model's interval
+/// method (hetreward_model_intervals(); the paper's Wald table of any model is that of
+/// hetreward_model_wald()'s copy): `which` selects the rows (HETREWARD_COEFFICIENTS_THETA:
+/// d1 rows, _GAMMA: d2 rows, _ALL: theta then gamma).
+///
+/// With `out_rows` NULL, only writes the number of rows to `*out_count` (`capacity` is then
+/// ignored). Otherwise `out_rows` holds `capacity` elements, at least the number of rows: the
+/// rows are written (padding zeroed) and their number to `*out_count`. Returns
+/// HETREWARD_NULL_POINTER (model, out_count), HETREWARD_INVALID_ARGUMENT (unknown `which`,
+/// alpha), HETREWARD_DIMENSION_MISMATCH (capacity too small; the message gives the number
+/// needed). Nothing is written on failure. Thread-safe.
+#[no_mangle]
+pub extern "C" fn hetreward_model_coefficients(
+    model: *const hetreward_model,
+    which: hetreward_coefficients,
+    alpha: f64,
+    out_rows: *mut hetreward_coefficient,
+    capacity: usize,
+    out_count: *mut usize,
+) -> hetreward_status {
+    boundary(|| {
+        // SAFETY: NULL or a live model (header contract).
+        let m = unsafe { model_ref(model)? };
+        let blocks: &[Block] = match which {
+            HETREWARD_COEFFICIENTS_THETA => &[Block::Theta],
+            HETREWARD_COEFFICIENTS_GAMMA => &[Block::Gamma],
+            HETREWARD_COEFFICIENTS_ALL => &[Block::Theta, Block::Gamma],
+            other => {
+                return Err(Error::invalid(
+                    "which",
+                    format!("unknown value {other} (expected one of HETREWARD_COEFFICIENTS_*)"),
+                ))
+            }
+        };
+        check_alpha(alpha)?;
+        let out_count = out_ptr(out_count, "out_count")?;
+        let len = |b: &Block| match b {
+            Block::Theta => m.d1(),
+            Block::Gamma => m.d2(),
+        };
+        let count: usize = blocks.iter().map(len).sum();
+        if !out_rows.is_null() {
+            if capacity < count {
+                return Err(Error::dims(
+                    "capacity",
+                    format!("at least {count} rows"),
+                    capacity,
+                ));
+            }
+            let out = out_slice(out_rows, count, "out_rows")?;
+            let rows: Vec<hetreward_coefficient> = blocks
+                .iter()
+                .flat_map(|&b| (0..len(&b)).map(move |i| (b, i)))
+                .map(|(b, i)| (&coefficients::coefficient_unchecked(m, b, i, alpha)).into())
+                .collect();
+            // SAFETY: `out_rows` holds capacity >= count elements (header contract).
+            unsafe { write_zero_padded(out, &rows) };
+        }
+        // SAFETY: checked non-NULL.
+        unsafe { *out_count = count };
+        Ok(())
+    })
+}
