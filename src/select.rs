@@ -1,6 +1,7 @@
 //! Decisions from a fitted model: reward differences with verdicts (SPEC §3), win rates, and
 //! Best-of-N / pessimistic Best-of-N selection (SPEC §4).
 
+use crate::calibrate::IntervalMethod;
 use crate::error::{check_alpha, check_finite, Error, Result};
 use crate::fitted::{check_no_overflow, RewardInterval, RewardModel};
 use crate::stats::{critical_value, two_sided_p_value};
@@ -341,20 +342,27 @@ pub struct Best {
     pub index: usize,
     /// The chosen candidate's figures (identical to [`select`]'s for that candidate).
     pub candidate: Candidate,
-    /// How many candidates' SEs were computed (between 1 and N).
+    /// How many candidates' intervals were computed (between 1 and N).
     pub se_computed: usize,
 }
 
-/// [`select`]'s choice without computing every candidate's SE, for when only the winner is
-/// needed (the caller who wants every candidate's figures calls [`select`]).
+/// [`select`]'s choice without computing every candidate's interval, for when only the
+/// winner is needed (the caller who wants every candidate's figures calls [`select`]).
 ///
-/// BoN needs no SE to choose; the winner's is computed for its interval. For pBoN the point
-/// reward minus the penalty bounds the score from above (`se >= 0`), so candidates are
-/// visited in decreasing order of that bound in batches of 4, 8, 16, 32, ... (one pass of the
-/// scoring kernel each), and the search stops as soon as no remaining candidate's bound
-/// reaches the best score so far. When SEs are small next to the spread of the rewards, a
-/// few SEs out of N decide.
-/// Same checks, errors and tie rule (lowest index) as [`select`].
+/// BoN needs no SE to choose; the winner's interval is computed for its figures. For pBoN,
+/// when the model's lower bound is `center - q se` with `se >= 0` (Wald: `center = r_hat`;
+/// resized bootstrap: `center = r_hat / alpha_hat`), `center - penalty` bounds the score from
+/// above, so candidates are visited in decreasing order of that bound in batches of 4, 8, 16,
+/// 32, ... (one pass of the scoring kernel each), and the search stops as soon as no remaining
+/// candidate's bound reaches the best score so far. When SEs are small next to the spread of
+/// the rewards, a few intervals out of N decide.
+///
+/// Every candidate is evaluated (as by [`select`]) when pruning is not valid or could change
+/// an error: under the percentile bootstrap (its lower bound is a quantile of the draws and
+/// may exceed the point reward, so nothing cheap bounds the score), and when a candidate's
+/// features are so large that an interval it skipped might overflow (so the same row is named
+/// in the same error as [`select`]'s). Same checks, errors, figures and tie rule (lowest
+/// index) as [`select`].
 pub fn select_best<T: Copy + Into<f64>>(
     model: &RewardModel,
     phis: &[T],
@@ -364,31 +372,53 @@ pub fn select_best<T: Copy + Into<f64>>(
 ) -> Result<Best> {
     const FIRST_BATCH: usize = 4;
     const MAX_BATCH: usize = 32;
-    if model.calibration().uses_draws() {
-        // A percentile lower bound may exceed the point reward, so reward - penalty is no
-        // bound of the score: every candidate is scored (O(B d1) each).
+    let every = |model: &RewardModel| -> Result<Best> {
         let all = select(model, phis, penalties, alpha, policy)?;
-        return Ok(Best {
+        Ok(Best {
             index: all.index,
             candidate: all.candidates[all.index],
             se_computed: all.candidates.len(),
-        });
-    }
+        })
+    };
+    let Some(bounds) = SpreadBounds::of(model) else {
+        return every(model);
+    };
     let (rows, q) = checked_candidates(model, phis, penalties, alpha)?;
     let d1 = model.d1();
     let n_cand = rows.len() / d1;
     let pen = |k: usize| penalties.map_or(0.0, |p| p[k]);
-    let rewards: Vec<f64> = rows.chunks_exact(d1).map(|phi| model.reward(phi)).collect();
-    // Upper bounds of the score: reward - penalty (the BoN score itself).
-    let bound: Vec<f64> = (0..n_cand).map(|k| rewards[k] - pen(k)).collect();
-    for (k, b) in bound.iter().enumerate() {
-        check_no_overflow("phi", k, &[rewards[k], *b])?;
+    // The centre of each interval, as the model computes it (exactly).
+    let centers: Vec<f64> = rows
+        .chunks_exact(d1)
+        .map(|phi| model.reward(phi) / bounds.center_divisor)
+        .collect();
+    if (0..n_cand).any(|k| !bounds.safe(&rows[k * d1..(k + 1) * d1], centers[k], pen(k), q)) {
+        return every(model);
     }
-    let interval = |k: usize, se: f64| RewardInterval {
-        reward: rewards[k],
-        se,
-        lower: rewards[k] - q * se,
-        upper: rewards[k] + q * se,
+    // Upper bounds of the score: center - penalty (the BoN score itself).
+    let bound: Vec<f64> = (0..n_cand).map(|k| centers[k] - pen(k)).collect();
+    let evaluate = |batch: &[usize]| -> Vec<RewardInterval> {
+        if model.calibration().uses_draws() {
+            return batch
+                .iter()
+                .map(|&k| model.reward_interval(&rows[k * d1..(k + 1) * d1], alpha))
+                .collect();
+        }
+        let mut batch_rows = Vec::with_capacity(batch.len() * d1);
+        for &k in batch {
+            batch_rows.extend_from_slice(&rows[k * d1..(k + 1) * d1]);
+        }
+        let ses = model.reward_se_batch(&batch_rows);
+        batch
+            .iter()
+            .zip(ses)
+            .map(|(&k, se)| RewardInterval {
+                reward: centers[k],
+                se,
+                lower: centers[k] - q * se,
+                upper: centers[k] + q * se,
+            })
+            .collect()
     };
     if policy == Policy::Bon {
         let mut index = 0;
@@ -397,10 +427,10 @@ pub fn select_best<T: Copy + Into<f64>>(
                 index = k;
             }
         }
-        let se = model.reward_se(&rows[index * d1..(index + 1) * d1]);
+        let interval = evaluate(&[index])[0];
         return Ok(Best {
             index,
-            candidate: candidate(interval(index, se), pen(index), policy, index)?,
+            candidate: candidate(interval, pen(index), policy, index)?,
             se_computed: 1,
         });
     }
@@ -410,7 +440,6 @@ pub fn select_best<T: Copy + Into<f64>>(
     let mut computed = 0;
     let mut next = 0;
     let mut batch_size = FIRST_BATCH;
-    let mut batch_rows = Vec::with_capacity(MAX_BATCH * d1);
     while next < order.len() {
         // Candidates that can still win: bound above the best score, or equal to it with a
         // lower index (a tie goes to the lowest index).
@@ -433,15 +462,10 @@ pub fn select_best<T: Copy + Into<f64>>(
         if batch.is_empty() {
             break;
         }
-        batch_rows.clear();
-        for &k in &batch {
-            batch_rows.extend_from_slice(&rows[k * d1..(k + 1) * d1]);
-        }
-        let ses = model.reward_se_batch(&batch_rows);
         computed += batch.len();
         batch_size = (2 * batch_size).min(MAX_BATCH);
-        for (&k, se) in batch.iter().zip(ses) {
-            let c = candidate(interval(k, se), pen(k), policy, k)?;
+        for (&k, interval) in batch.iter().zip(evaluate(&batch)) {
+            let c = candidate(interval, pen(k), policy, k)?;
             let better = match &best {
                 None => true,
                 Some((i, b)) => c.score > b.score || (c.score == b.score && k < *i),
@@ -459,51 +483,184 @@ pub fn select_best<T: Copy + Into<f64>>(
     })
 }
 
+/// What [`select_best`] needs to prune under the model's interval method: how the centre of
+/// an interval is computed, and bounds that prove a candidate's interval cannot overflow.
+struct SpreadBounds {
+    /// The centre is `r_hat / center_divisor` (1 for Wald, `alpha_hat` for resized).
+    center_divisor: f64,
+    /// Every intermediate of the SE of `phi` is at most `||phi|| * raw` in magnitude.
+    raw: f64,
+    /// The SE of `phi` is at most `||phi|| * se`.
+    se: f64,
+}
+
+impl SpreadBounds {
+    /// `None` when pruning is not valid (the percentile bootstrap).
+    fn of(model: &RewardModel) -> Option<Self> {
+        let cal = model.calibration();
+        match cal.method() {
+            // se = ||L^T phi|| <= ||L||_F ||phi||, and so is every partial sum of L^T phi.
+            IntervalMethod::Wald => {
+                let frobenius = model.theta_se().iter().map(|s| s * s).sum::<f64>().sqrt();
+                Some(SpreadBounds {
+                    center_divisor: 1.0,
+                    raw: frobenius,
+                    se: frobenius,
+                })
+            }
+            // |theta*_b . phi| <= max_b ||theta*_b|| ||phi|| = V; the draws' SD <= sqrt(2) 2V.
+            IntervalMethod::Resized => {
+                let max_norm = cal
+                    .theta_draws()
+                    .chunks_exact(model.d1())
+                    .map(|row| row.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>())
+                    .fold(0.0f64, f64::max)
+                    .sqrt();
+                Some(SpreadBounds {
+                    center_divisor: cal.alpha_hat(),
+                    raw: max_norm,
+                    se: 3.0 * max_norm / cal.alpha_hat(),
+                })
+            }
+            IntervalMethod::Bootstrap | IntervalMethod::Auto => None,
+        }
+    }
+
+    /// True when no figure of this candidate's interval and score can overflow: every
+    /// intermediate below 1e140 in magnitude (its square and a sum of 1e5 squares stay
+    /// finite) and `|center| + q se + |penalty|` below 1e300. Ordinary features are far inside.
+    fn safe(&self, phi: &[f64], center: f64, penalty: f64, q: f64) -> bool {
+        let max_abs = phi.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let norm = max_abs * (phi.len() as f64).sqrt();
+        norm * self.raw < 1e140
+            && norm * self.se < 1e140
+            && center.abs() + q * norm * self.se + penalty.abs() < 1e300
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibrate::IntervalOptions;
     use crate::fit::{FitControl, FitOptions};
     use crate::inference::CovarianceKind;
     use crate::sim::{paper_simulation, ActionDesign};
 
-    #[test]
-    fn select_best_chooses_what_select_chooses() {
+    fn model(method: IntervalMethod) -> RewardModel {
         let data = paper_simulation(400, ActionDesign::Uniform, 13);
-        let model = RewardModel::estimate(
+        let options = FitOptions {
+            threads: 1,
+            ..FitOptions::default()
+        };
+        let intervals = IntervalOptions {
+            method,
+            reps: Some(30),
+            seed: 2,
+        };
+        RewardModel::estimate_with(
             &data,
-            &FitOptions::default(),
+            &options,
             CovarianceKind::Expected,
+            &intervals,
             &FitControl::default(),
         )
-        .unwrap();
-        let mut state = 7u64;
-        let mut next = || {
+        .unwrap()
+    }
+
+    /// A seeded uniform generator on [0, 1).
+    fn uniform(seed: u64) -> impl FnMut() -> f64 {
+        let mut state = seed;
+        move || {
             state = state
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (state >> 11) as f64 / (1u64 << 53) as f64
-        };
-        for trial in 0..60 {
-            let n_cand = 1 + trial % 40;
-            let spread = [0.01, 0.3, 3.0][trial % 3];
-            let mut phis: Vec<f64> = (0..n_cand * 3).map(|_| spread * (next() - 0.5)).collect();
-            if trial % 5 == 0 && n_cand > 2 {
-                // Exact duplicates: ties must go to the lowest index.
-                let first: Vec<f64> = phis[..3].to_vec();
-                phis[3 * (n_cand - 1)..].copy_from_slice(&first);
-            }
-            let pen: Vec<f64> = (0..n_cand).map(|_| 0.1 * next()).collect();
-            for penalties in [None, Some(&pen[..])] {
-                for policy in [Policy::Bon, Policy::Pbon] {
-                    let all = select(&model, &phis, penalties, 0.05, policy).unwrap();
-                    let best = select_best(&model, &phis, penalties, 0.05, policy).unwrap();
-                    assert_eq!(best.index, all.index, "trial {trial} {policy:?}");
-                    assert_eq!(best.candidate, all.candidates[all.index]);
-                    assert!(best.se_computed >= 1 && best.se_computed <= n_cand);
+        }
+    }
+
+    #[test]
+    fn select_best_chooses_what_select_chooses_under_every_interval_method() {
+        for (method, trials) in [
+            (IntervalMethod::Wald, 400),
+            (IntervalMethod::Resized, 150),
+            (IntervalMethod::Bootstrap, 60),
+        ] {
+            let model = model(method);
+            assert_eq!(model.calibration().method(), method);
+            let mut next = uniform(7 + trials as u64);
+            let mut pruned = 0;
+            for trial in 0..trials {
+                let n_cand = 1 + trial % 40;
+                let spread = [0.01, 0.3, 3.0, 30.0][trial % 4];
+                let alpha = [0.05, 0.5, 1e-6, 0.2][(trial / 4) % 4];
+                let mut phis: Vec<f64> = (0..n_cand * 3).map(|_| spread * (next() - 0.5)).collect();
+                if trial % 5 == 0 && n_cand > 2 {
+                    // Exact duplicates: ties must go to the lowest index.
+                    let first: Vec<f64> = phis[..3].to_vec();
+                    phis[3 * (n_cand - 1)..].copy_from_slice(&first);
+                }
+                if trial % 7 == 0 {
+                    // Every candidate the same: the first wins.
+                    let first: Vec<f64> = phis[..3].to_vec();
+                    for row in phis.chunks_exact_mut(3) {
+                        row.copy_from_slice(&first);
+                    }
+                }
+                let pen: Vec<f64> = (0..n_cand).map(|_| 0.1 * next()).collect();
+                // Penalties that exactly cancel reward differences make score ties.
+                let cancel: Vec<f64> = phis.chunks_exact(3).map(|p| model.reward(p)).collect();
+                for penalties in [None, Some(&pen[..]), Some(&cancel[..])] {
+                    for policy in [Policy::Bon, Policy::Pbon] {
+                        let all = select(&model, &phis, penalties, alpha, policy).unwrap();
+                        let best = select_best(&model, &phis, penalties, alpha, policy).unwrap();
+                        let what = format!("{method:?} trial {trial} {policy:?} {penalties:?}");
+                        assert_eq!(best.index, all.index, "{what}");
+                        assert_eq!(best.candidate, all.candidates[all.index], "{what}");
+                        assert!(best.se_computed >= 1 && best.se_computed <= n_cand);
+                        pruned += (best.se_computed < n_cand) as usize;
+                    }
                 }
             }
+            // Pruning happens where it is valid (and only there).
+            if method == IntervalMethod::Bootstrap {
+                assert_eq!(pruned, 0);
+            } else {
+                assert!(
+                    pruned > trials,
+                    "{method:?}: only {pruned} pruned selections"
+                );
+            }
         }
-        // The SE of an answer is the same alone, in a batch, and in a selection.
+    }
+
+    #[test]
+    fn select_best_reports_the_errors_select_reports() {
+        for method in [IntervalMethod::Wald, IntervalMethod::Resized] {
+            let model = model(method);
+            // Row 2's features are so large that its SE overflows; row 5's reward does too.
+            let mut phis: Vec<f64> = (0..8 * 3).map(|i| (i as f64 * 0.3).sin()).collect();
+            phis[2 * 3..3 * 3].copy_from_slice(&[1e200, -1e200, 1e200]);
+            phis[5 * 3..6 * 3].copy_from_slice(&[1e300, 1e300, 1e300]);
+            for policy in [Policy::Bon, Policy::Pbon] {
+                let a = select(&model, &phis, None, 0.05, policy).unwrap_err();
+                let b = select_best(&model, &phis, None, 0.05, policy).unwrap_err();
+                assert_eq!(a.to_string(), b.to_string());
+                assert!(a.to_string().contains("row 2"), "{a}");
+            }
+            // Large but harmless features: the same choice, pruned or not.
+            let big: Vec<f64> = phis.iter().map(|v| v.signum() * 1e100).collect();
+            let all = select(&model, &big, None, 0.05, Policy::Pbon).unwrap();
+            let best = select_best(&model, &big, None, 0.05, Policy::Pbon).unwrap();
+            assert_eq!(
+                (best.index, best.candidate),
+                (all.index, all.candidates[all.index])
+            );
+        }
+    }
+
+    #[test]
+    fn an_answer_has_one_interval_alone_in_a_batch_and_in_a_selection() {
+        let model = model(IntervalMethod::Wald);
         let phis: Vec<f32> = (0..30).map(|i| (i as f32 * 0.37).sin()).collect();
         let batch = model.score_batch(&phis, 0.05).unwrap();
         let chosen = select(&model, &phis, None, 0.05, Policy::Pbon).unwrap();

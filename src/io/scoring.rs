@@ -226,8 +226,9 @@ impl CandidatesInput {
     }
 }
 
-/// Runs [`select::select`] once per group of `candidates` (BoN or pBoN at level `alpha`, with
-/// the file's penalties if any) and returns one choice per group, in order of first appearance.
+/// Runs [`select::select_best`] once per group of `candidates` (BoN or pBoN at level `alpha`,
+/// with the file's penalties if any: the chosen candidate of [`select::select`] without every
+/// candidate's interval) and returns one choice per group, in order of first appearance.
 /// A group whose rows are adjacent is passed to the library without copying its features.
 ///
 /// Errors: those of [`select::select`] (e.g. `alpha` outside (0,1), a width other than the
@@ -259,13 +260,13 @@ pub fn select_groups(
                 .penalty
                 .as_ref()
                 .map(|p| rows.iter().map(|&r| p[r]).collect());
-            let choice = select::select(model, phi, penalty.as_deref(), alpha, policy)?;
+            let best = select::select_best(model, phi, penalty.as_deref(), alpha, policy)?;
             Ok(GroupChoice {
                 group,
                 size: rows.len(),
-                index: choice.index,
-                row: rows[choice.index],
-                candidate: choice.candidates[choice.index],
+                index: best.index,
+                row: rows[best.index],
+                candidate: best.candidate,
             })
         })
         .collect()
