@@ -310,6 +310,41 @@ func TestScore(t *testing.T) {
 	}
 }
 
+func TestCoefficients(t *testing.T) {
+	m := sharedModel(t)
+	theta, _ := m.Theta()
+	se, _ := m.ThetaSE()
+	gamma, _ := m.Gamma()
+	all, err := m.Coefficients(0.05, hetreward.CoefficientsAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != d1+d2 {
+		t.Fatalf("%d rows", len(all))
+	}
+	for j := 0; j < d1; j++ {
+		c := all[j]
+		if c.Block != hetreward.CoefficientsTheta || c.Index != j || c.Estimate != theta[j] || c.SE != se[j] ||
+			c.Z != theta[j]/se[j] || !near(c.Upper-c.Estimate, 1.959963984540054*se[j], 1e-12) ||
+			(c.PValue < 0.05) != (c.Lower > 0 || c.Upper < 0) {
+			t.Fatalf("theta row %d: %+v", j, c)
+		}
+	}
+	for k := 0; k < d2; k++ {
+		if c := all[d1+k]; c.Block != hetreward.CoefficientsGamma || c.Index != k || c.Estimate != gamma[k] {
+			t.Fatalf("gamma row %d: %+v", k, c)
+		}
+	}
+	g, err := m.Coefficients(0.05, hetreward.CoefficientsGamma)
+	if err != nil || len(g) != d2 || g[0] != all[d1] {
+		t.Fatalf("gamma only: %v %v", g, err)
+	}
+	_, err = m.Coefficients(1.5, hetreward.CoefficientsAll)
+	statusOf(t, err, hetreward.StatusInvalidArgument, "`alpha`")
+	_, err = m.Coefficients(0.05, hetreward.Coefficients(9))
+	statusOf(t, err, hetreward.StatusInvalidArgument, "`which`")
+}
+
 func TestCompare(t *testing.T) {
 	m := sharedModel(t)
 	phi0, phi1 := phis(5, 11), phis(5, 12)

@@ -18,6 +18,7 @@ hetreward._native).
 
 from ._core import (
     CANDIDATE_DTYPE,
+    COEFFICIENT_DTYPE,
     COMPARISON_DTYPE,
     REWARD_DTYPE,
     VERDICTS,
@@ -53,7 +54,8 @@ def library_version() -> str:
 
 __all__ = [
     "Dataset", "Fitter", "Model", "Progress", "FitReport", "Summary", "SummaryRow",
-    "REWARD_DTYPE", "COMPARISON_DTYPE", "CANDIDATE_DTYPE", "VERDICTS", "library_version",
+    "REWARD_DTYPE", "COMPARISON_DTYPE", "CANDIDATE_DTYPE", "COEFFICIENT_DTYPE", "VERDICTS",
+    "library_version",
     "HetrewardError", "NullPointerError", "InvalidArgumentError", "DimensionMismatchError",
     "NonFiniteError", "SingularInformationError", "NotConvergedError", "HetrewardIOError",
     "BadFormatError", "CancelledError", "InternalError",

@@ -28,6 +28,7 @@ TERMINATIONS = {0: "converged", 1: "max_iterations", 2: "stalled", 3: "diverged"
 DIFF_METHODS = {"exact": 0, "independent": 1, "bound": 2}
 POLICIES = {"bon": 0, "pbon": 1}
 INTERVALS = {"wald": 0, "bootstrap": 1, "resized": 2, "auto": 3}
+COEFFICIENTS = {"theta": 0, "gamma": 1, "all": 2}
 #: Verdict codes of Model.compare's ``verdict`` field, by value.
 VERDICTS = ("tie", "win", "loss")
 
@@ -43,8 +44,15 @@ CANDIDATE_DTYPE = np.dtype(
     [("reward", "<f8"), ("se", "<f8"), ("lower", "<f8"), ("upper", "<f8"), ("penalty", "<f8"),
      ("score", "<f8")]
 )
+#: One row of Model.coefficients(): ``block`` 0 theta, 1 gamma; ``index`` in that vector.
+COEFFICIENT_DTYPE = np.dtype(
+    [("block", "<u4"), ("index", "<u8"), ("estimate", "<f8"), ("se", "<f8"), ("z", "<f8"),
+     ("p_value", "<f8"), ("lower", "<f8"), ("upper", "<f8")],
+    align=True,
+)
 for _dt, _st in ((REWARD_DTYPE, _n.hetreward_reward), (COMPARISON_DTYPE, _n.hetreward_comparison),
-                 (CANDIDATE_DTYPE, _n.hetreward_candidate)):
+                 (CANDIDATE_DTYPE, _n.hetreward_candidate),
+                 (COEFFICIENT_DTYPE, _n.hetreward_coefficient)):
     assert _dt.itemsize == ctypes.sizeof(_st), (_dt, _st)
 
 
@@ -675,10 +683,26 @@ class Model(_Handle):
                                                byref(sigma), byref(se)))
         return sigma.value, se.value
 
+    def coefficients(self, alpha: float = 0.05, which: Union[str, int] = "all") -> np.ndarray:
+        """The library's coefficient table under the model's interval method (see
+        intervals(); ``model.wald().coefficients()`` gives the paper's Wald table): a
+        structured array (block, index, estimate, se, z, p_value, lower, upper) with
+        (1 - alpha) CIs; ``which`` "theta" (d1 rows), "gamma" (d2 rows) or "all" (theta then
+        gamma; ``block`` is 0 for theta, 1 for gamma)."""
+        code = _code(COEFFICIENTS, which, "which")
+        count = c_size_t()
+        _check(lib.hetreward_model_coefficients(self._live(), code, alpha, None, 0, byref(count)))
+        out = np.zeros(count.value, dtype=COEFFICIENT_DTYPE)
+        _check(lib.hetreward_model_coefficients(self._live(), code, alpha,
+                                                _ptr(out, _n.hetreward_coefficient), out.size,
+                                                byref(count)))
+        return out
+
     def summary(self, alpha: float = 0.05, theta_names: Optional[Sequence[str]] = None,
                 gamma_names: Optional[Sequence[str]] = None) -> "Summary":
         """A statsmodels-style table of the estimates: estimate, SE, z, p-value and the
-        (1 - alpha) CI of every theta_j and gamma_k (print it, or use ``.rows``)."""
+        (1 - alpha) CI of every theta_j and gamma_k, as the library computes them under the
+        model's interval method (coefficients()); print it, or use ``.rows``."""
         from ._summary import Summary
 
         return Summary.of(self, alpha, theta_names, gamma_names)
@@ -691,5 +715,5 @@ class Model(_Handle):
 
 __all__ = [
     "Dataset", "Fitter", "Model", "Progress", "FitReport", "HetrewardError", "VERDICTS",
-    "REWARD_DTYPE", "COMPARISON_DTYPE", "CANDIDATE_DTYPE",
+    "REWARD_DTYPE", "COMPARISON_DTYPE", "CANDIDATE_DTYPE", "COEFFICIENT_DTYPE",
 ]

@@ -161,6 +161,22 @@ class hetreward_candidate(Structure):
     _fields_ = [("reward", hetreward_reward), ("penalty", c_double), ("score", c_double)]
 
 
+hetreward_coefficients = c_uint32
+
+
+class hetreward_coefficient(Structure):
+    _fields_ = [
+        ("block", hetreward_coefficients),
+        ("index", c_size_t),
+        ("estimate", c_double),
+        ("se", c_double),
+        ("z", c_double),
+        ("p_value", c_double),
+        ("lower", c_double),
+        ("upper", c_double),
+    ]
+
+
 _P = POINTER
 #: name -> (restype, argtypes), in the header's order. Pointers to const and to mutable data
 #: are both POINTER(T) here (ctypes has no const).
@@ -226,6 +242,11 @@ PROTOTYPES = {
     "hetreward_model_rationality": (
         hetreward_status,
         [_P(hetreward_model), c_double, _P(c_double), c_size_t, _P(c_double), _P(c_double)],
+    ),
+    "hetreward_model_coefficients": (
+        hetreward_status,
+        [_P(hetreward_model), hetreward_coefficients, c_double, _P(hetreward_coefficient),
+         c_size_t, _P(c_size_t)],
     ),
     "hetreward_model_intervals": (
         hetreward_status,

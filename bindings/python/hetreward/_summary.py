@@ -1,23 +1,14 @@
 """Model.summary(): a statsmodels-style table of the estimates.
 
-Where the numbers come from:
-
-* estimates and standard errors: the library (hetreward_model_theta/_se, _gamma/_se);
-* theta rows' p-value and CI: the library, as the reward difference of the unit vector e_j
-  against the zero vector (hetreward_model_compare, exact method), whose SE is exactly
-  theta_se[j];
-* gamma rows' p-value and CI: the C API has no call for them, so they are the textbook Wald
-  test of the library's estimate and SE with the standard normal of Python's standard library
-  (statistics.NormalDist) — the same normal quantile and tail as the library's own to ~1e-15.
+Every number comes from the library's coefficient table (hetreward_model_coefficients, via
+Model.coefficients): estimate, SE, z, p-value and CI under the model's interval method (Wald,
+or the calibrated bootstrap intervals the model carries). Nothing is re-derived here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import List, Optional, Sequence
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -62,23 +53,13 @@ class Summary:
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
         d1, d2 = model.d1, model.d2
-        tn, gn = _names(theta_names, "theta", d1), _names(gamma_names, "gamma", d2)
-        theta, theta_se = model.theta, model.theta_se
-        tests = model.compare(np.eye(d1, dtype=np.float32), np.zeros((d1, d1), dtype=np.float32),
-                              alpha=alpha, method="exact")
+        names = _names(theta_names, "theta", d1) + _names(gamma_names, "gamma", d2)
+        table = model.coefficients(alpha, "all")
         rows = [
-            SummaryRow(tn[j], float(theta[j]), float(theta_se[j]), float(theta[j] / theta_se[j]),
-                       float(tests["p_value"][j]), float(tests["lower"][j]),
-                       float(tests["upper"][j]))
-            for j in range(d1)
+            SummaryRow(name, float(r["estimate"]), float(r["se"]), float(r["z"]),
+                       float(r["p_value"]), float(r["lower"]), float(r["upper"]))
+            for name, r in zip(names, table)
         ]
-        normal = NormalDist()
-        q = normal.inv_cdf(1 - alpha / 2)
-        gamma, gamma_se = model.gamma, model.gamma_se
-        for k in range(d2):
-            g, se = float(gamma[k]), float(gamma_se[k])
-            z = g / se
-            rows.append(SummaryRow(gn[k], g, se, z, 2 * normal.cdf(-abs(z)), g - q * se, g + q * se))
         return cls(rows, alpha, model.n, model.report)
 
     def as_text(self) -> str:

@@ -366,6 +366,23 @@ def test_ctrl_c_cancels_the_fit():
         assert f2.fit(ds).report.iterations > 0
 
 
+def test_coefficients(model):
+    t = model.coefficients()
+    assert t.dtype == hr.COEFFICIENT_DTYPE and len(t) == D1 + D2
+    assert list(t["block"]) == [0] * D1 + [1] * D2
+    assert list(t["index"]) == list(range(D1)) + list(range(D2))
+    assert list(t["estimate"]) == list(np.concatenate([model.theta, model.gamma]))
+    assert list(t["se"]) == list(np.concatenate([model.theta_se, model.gamma_se]))
+    assert (model.coefficients(which="theta") == t[:D1]).all()
+    assert (model.coefficients(which="gamma").tobytes() == t[D1:].tobytes())
+    narrow = model.coefficients(alpha=0.5)
+    assert (narrow["lower"] > t["lower"]).all() and (narrow["p_value"] == t["p_value"]).all()
+    with pytest.raises(hr.HetrewardError):
+        model.coefficients(alpha=1.5)
+    with pytest.raises(ValueError):
+        model.coefficients(which="beta")
+
+
 def test_summary(model):
     s = model.summary()
     text = str(s)
@@ -382,10 +399,16 @@ def test_summary(model):
         assert math.isclose((row.estimate - row.lower) / row.se, Q975, rel_tol=1e-9)
         assert math.isclose(row.p_value, math.erfc(abs(row.z) / math.sqrt(2)), rel_tol=1e-9,
                             abs_tol=1e-300)
-    # theta rows equal the library's own test of theta_j (the CLI's table).
+    # Every row is the library's coefficient table, untouched.
+    table = model.coefficients()
+    assert [(r.estimate, r.se, r.z, r.p_value, r.lower, r.upper) for r in s.rows] == [
+        tuple(float(t[f]) for f in ("estimate", "se", "z", "p_value", "lower", "upper"))
+        for t in table]
+    # theta rows agree with the library's own test of theta_j against the zero answer.
     units = np.eye(D1, dtype=np.float32)
     c = model.compare(units, np.zeros_like(units))
-    assert [r.p_value for r in s.rows[:D1]] == list(c["p_value"])
+    for r, p in zip(s.rows[:D1], c["p_value"]):
+        assert math.isclose(r.p_value, p, rel_tol=1e-9, abs_tol=1e-300)
     s90 = model.summary(alpha=0.1, theta_names=list("abcd"), gamma_names=["expert", "grade"])
     assert "[0.05" in str(s90) and s90.rows[0].name == "a" and s90.rows[-1].name == "grade"
     with pytest.raises(ValueError):

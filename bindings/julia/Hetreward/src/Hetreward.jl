@@ -16,7 +16,7 @@ the path in `ENV["HETREWARD_LIB"]` read when the package is precompiled.
 """
 module Hetreward
 
-export Dataset, Fitter, Model, HetrewardError, Reward, Comparison, Candidate
+export Dataset, Fitter, Model, HetrewardError, Reward, Comparison, Candidate, Coefficient
 
 # =================================================================================================
 # The C API, one to one (checked against include/hetreward.h by ../../check_wrapper.py: every
@@ -35,6 +35,7 @@ const hetreward_diff_method = UInt32
 const hetreward_verdict = UInt32
 const hetreward_policy = UInt32
 const hetreward_intervals = UInt32
+const hetreward_coefficients = UInt32
 const hetreward_progress_callback = Ptr{Cvoid}
 
 const HETREWARD_VERSION_MAJOR = 0
@@ -78,6 +79,9 @@ const HETREWARD_INTERVALS_WALD = hetreward_intervals(0)
 const HETREWARD_INTERVALS_BOOTSTRAP = hetreward_intervals(1)
 const HETREWARD_INTERVALS_RESIZED = hetreward_intervals(2)
 const HETREWARD_INTERVALS_AUTO = hetreward_intervals(3)
+const HETREWARD_COEFFICIENTS_THETA = hetreward_coefficients(0)
+const HETREWARD_COEFFICIENTS_GAMMA = hetreward_coefficients(1)
+const HETREWARD_COEFFICIENTS_ALL = hetreward_coefficients(2)
 
 # Opaque handles (only ever behind a Ptr).
 mutable struct hetreward_dataset end
@@ -169,6 +173,20 @@ struct hetreward_candidate
     reward::hetreward_reward
     penalty::Cdouble
     score::Cdouble
+end
+
+"""One row of the coefficient table: `block` (HETREWARD_COEFFICIENTS_THETA or _GAMMA), the
+0-based `index` in that vector, estimate, SE, z, two-sided p-value and CI under the model's
+interval method."""
+struct hetreward_coefficient
+    block::hetreward_coefficients
+    index::Csize_t
+    estimate::Cdouble
+    se::Cdouble
+    z::Cdouble
+    p_value::Cdouble
+    lower::Cdouble
+    upper::Cdouble
 end
 
 hetreward_last_error_message() =
@@ -287,6 +305,11 @@ hetreward_model_rationality(model, psi0, psi, d2, out_sigma, out_se) =
         psi::Ptr{Cdouble}, d2::Csize_t, out_sigma::Ptr{Cdouble},
         out_se::Ptr{Cdouble})::hetreward_status
 
+hetreward_model_coefficients(model, which, alpha, out_rows, capacity, out_count) =
+    @ccall libhetreward.hetreward_model_coefficients(model::Ptr{hetreward_model},
+        which::hetreward_coefficients, alpha::Cdouble, out_rows::Ptr{hetreward_coefficient},
+        capacity::Csize_t, out_count::Ptr{Csize_t})::hetreward_status
+
 hetreward_model_intervals(model, out_info) =
     @ccall libhetreward.hetreward_model_intervals(model::Ptr{hetreward_model},
         out_info::Ptr{hetreward_interval_info})::hetreward_status
@@ -367,6 +390,7 @@ hetreward_shard_stats_free(stats) =
 const Reward = hetreward_reward
 const Comparison = hetreward_comparison
 const Candidate = hetreward_candidate
+const Coefficient = hetreward_coefficient
 
 """
     HetrewardError(status, name, message)
@@ -802,6 +826,29 @@ function rationality(model::Model, psi0::Real, psi::Vector{Float64})
     GC.@preserve model psi check(hetreward_model_rationality(live(model), psi0, pointer(psi),
                                                              length(psi), sigma, se))
     return sigma[], se[]
+end
+
+const COEFFICIENT_ROWS = Dict(:theta => HETREWARD_COEFFICIENTS_THETA,
+                             :gamma => HETREWARD_COEFFICIENTS_GAMMA,
+                             :all => HETREWARD_COEFFICIENTS_ALL)
+
+"""
+    coefficients(model; alpha=0.05, which=:all) -> Vector{Coefficient}
+
+The library's coefficient table under the model's interval method (`coefficients(wald(model))`
+gives the paper's Wald table): estimate, se, z, p_value, lower, upper of every theta_j
+(`which=:theta`), gamma_k (`:gamma`) or both, theta first (`:all`). `index` is 0-based, as
+in the C API.
+"""
+function coefficients(model::Model; alpha::Real=0.05, which::Symbol=:all)
+    code = lookup(COEFFICIENT_ROWS, which, "which")
+    count = Ref{Csize_t}(0)
+    GC.@preserve model check(hetreward_model_coefficients(live(model), code, alpha,
+                                                          Ptr{Coefficient}(C_NULL), 0, count))
+    out = Vector{Coefficient}(undef, count[])
+    GC.@preserve model out check(hetreward_model_coefficients(live(model), code, alpha,
+                                                              pointer(out), length(out), count))
+    return out
 end
 
 """

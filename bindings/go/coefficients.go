@@ -1,0 +1,83 @@
+package hetreward
+
+/*
+#include <hetreward.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Coefficients selects the rows of Model.Coefficients (hetreward_coefficients).
+type Coefficients uint32
+
+const (
+	// CoefficientsTheta selects the d1 reward coefficients theta_j.
+	CoefficientsTheta Coefficients = C.HETREWARD_COEFFICIENTS_THETA
+	// CoefficientsGamma selects the d2 rationality coefficients gamma_k.
+	CoefficientsGamma Coefficients = C.HETREWARD_COEFFICIENTS_GAMMA
+	// CoefficientsAll selects all d1 + d2 rows, theta first.
+	CoefficientsAll Coefficients = C.HETREWARD_COEFFICIENTS_ALL
+)
+
+func (c Coefficients) String() string {
+	switch c {
+	case CoefficientsTheta:
+		return "theta"
+	case CoefficientsGamma:
+		return "gamma"
+	case CoefficientsAll:
+		return "all"
+	}
+	return fmt.Sprintf("Coefficients(%d)", uint32(c))
+}
+
+// Coefficient is one row of the library's coefficient table (hetreward_coefficient): the
+// estimate, SE, z, p-value and (1 - alpha) CI of one coefficient under the model's interval
+// method.
+type Coefficient struct {
+	Block    Coefficients // CoefficientsTheta or CoefficientsGamma
+	Index    int          // 0-based index in that vector
+	Estimate float64      // on the reported scale (de-inflated / bias-corrected by resized)
+	SE       float64      // Wald SE, or the bootstrap refits' SD
+	Z        float64      // Estimate / SE
+	PValue   float64      // two-sided p-value of "coefficient = 0" under the method
+	Lower    float64
+	Upper    float64
+}
+
+// Coefficients returns the coefficient table at level alpha under the model's interval
+// method (Intervals; the paper's Wald table of any model is that of Wald()'s copy). which
+// selects the rows. Errors: StatusInvalidArgument (alpha, which).
+func (m *Model) Coefficients(alpha float64, which Coefficients) ([]Coefficient, error) {
+	if m.p == nil {
+		return nil, ErrClosed
+	}
+	var count C.size_t
+	err := call(func() C.hetreward_status {
+		return C.hetreward_model_coefficients(m.p, C.hetreward_coefficients(which), C.double(alpha), nil, 0, &count)
+	})
+	if err != nil {
+		runtime.KeepAlive(m)
+		return nil, err
+	}
+	out := make([]C.hetreward_coefficient, int(count)+1) // never empty: &out[0] is valid
+	err = call(func() C.hetreward_status {
+		return C.hetreward_model_coefficients(m.p, C.hetreward_coefficients(which), C.double(alpha),
+			&out[0], C.size_t(len(out)), &count)
+	})
+	runtime.KeepAlive(m)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]Coefficient, int(count))
+	for i := range res {
+		c := &out[i]
+		res[i] = Coefficient{Block: Coefficients(c.block), Index: int(c.index),
+			Estimate: float64(c.estimate), SE: float64(c.se), Z: float64(c.z),
+			PValue: float64(c.p_value), Lower: float64(c.lower), Upper: float64(c.upper)}
+	}
+	return res, nil
+}
