@@ -222,7 +222,8 @@ typedef uint32_t hetreward_covariance;
 typedef uint32_t hetreward_init;
 
 /**
- * What a progress callback sees, once per solver iteration. Valid only during the callback.
+ * What a progress callback sees, once before each solver iteration: the state that iteration
+ * starts from. Valid only during the callback.
  */
 typedef struct hetreward_progress {
     /**
@@ -230,7 +231,7 @@ typedef struct hetreward_progress {
      */
     size_t start;
     /**
-     * Iterations done in this start.
+     * Iterations done in this start before the one about to run (0: the start point).
      */
     size_t iteration;
     /**
@@ -248,9 +249,12 @@ typedef struct hetreward_progress {
 } hetreward_progress;
 
 /**
- * Progress callback: called after every solver iteration with the fit's state and the
- * params' `progress_user_data`. Return 0 to continue, nonzero to cancel the fit (it then
- * returns HETREWARD_CANCELLED). Called on one of the library's worker threads, never
+ * Progress callback: called before every solver iteration, with the state the iteration
+ * starts from (`iteration` = iterations done so far in this start, 0 for the start point) and
+ * the params' `progress_user_data`. Return 0 to continue, nonzero to cancel the fit before
+ * that iteration's work (the fit then returns HETREWARD_CANCELLED). It is not called once a
+ * start has stopped (converged, iteration cap, stalled, diverged): a start of k iterations
+ * makes k calls, and the final state is in the model's report (hetreward_model_report()). Called on one of the library's worker threads, never
  * concurrently with itself for one fit; it must not free the fitter or the dataset.
  */
 typedef int (*hetreward_progress_callback)(const struct hetreward_progress *progress,

@@ -41,7 +41,8 @@ type FitParams struct {
 	// BootstrapReps its refits B (0 = the method's default, else 10..100000).
 	Intervals     Intervals
 	BootstrapReps uint32
-	// Progress, if not nil, is called after every solver iteration, on one of the library's
+	// Progress, if not nil, is called before every solver iteration (with the state it starts
+	// from; Iteration 0 is the start point; not after the last), on one of the library's
 	// worker threads (never concurrently with itself for one fit). A non-nil error cancels the
 	// fit: Fit then returns an *Error with StatusCancelled that wraps it. A panic in Progress
 	// is recovered and cancels the fit the same way.
@@ -181,7 +182,7 @@ func cDoubles(v []float64) *C.double {
 
 // Fit fits a model to d (hetreward_fitter_fit) and blocks until done. It stops early with an
 // *Error of StatusCancelled, wrapping ctx.Err(), when ctx is done: the context is checked
-// after every solver iteration. Errors: StatusDimensionMismatch (Theta0/Gamma0 lengths),
+// before every solver iteration. Errors: StatusDimensionMismatch (Theta0/Gamma0 lengths),
 // StatusInvalidArgument (CovarianceCluster without cluster ids), StatusSingularInformation,
 // StatusNotConverged (with RequireConverged), StatusCancelled, ErrClosed.
 func (f *Fitter) Fit(ctx context.Context, d *Dataset) (*Model, error) {

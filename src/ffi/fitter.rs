@@ -45,14 +45,15 @@ pub const HETREWARD_COVARIANCE_ROBUST: hetreward_covariance = 2;
 /// Sandwich with scores summed per cluster (annotator); the dataset needs cluster ids.
 pub const HETREWARD_COVARIANCE_CLUSTER: hetreward_covariance = 3;
 
-/// What a progress callback sees, once per solver iteration. Valid only during the callback.
+/// What a progress callback sees, once before each solver iteration: the state that iteration
+/// starts from. Valid only during the callback.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[allow(non_camel_case_types)]
 pub struct hetreward_progress {
     /// Which start is running, 0-based (start 0 also covers the default homogeneous start).
     pub start: usize,
-    /// Iterations done in this start.
+    /// Iterations done in this start before the one about to run (0: the start point).
     pub iteration: usize,
     /// The iteration cap of this start.
     pub max_iter: usize,
@@ -62,9 +63,12 @@ pub struct hetreward_progress {
     pub grad_norm: f64,
 }
 
-/// Progress callback: called after every solver iteration with the fit's state and the
-/// params' `progress_user_data`. Return 0 to continue, nonzero to cancel the fit (it then
-/// returns HETREWARD_CANCELLED). Called on one of the library's worker threads, never
+/// Progress callback: called before every solver iteration, with the state the iteration
+/// starts from (`iteration` = iterations done so far in this start, 0 for the start point) and
+/// the params' `progress_user_data`. Return 0 to continue, nonzero to cancel the fit before
+/// that iteration's work (the fit then returns HETREWARD_CANCELLED). It is not called once a
+/// start has stopped (converged, iteration cap, stalled, diverged): a start of k iterations
+/// makes k calls, and the final state is in the model's report (hetreward_model_report()). Called on one of the library's worker threads, never
 /// concurrently with itself for one fit; it must not free the fitter or the dataset.
 #[allow(non_camel_case_types)]
 pub type hetreward_progress_callback = Option<

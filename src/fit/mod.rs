@@ -308,12 +308,12 @@ pub struct Fit {
     pub report: FitReport,
 }
 
-/// What the progress observer sees after each iteration.
+/// What the progress observer sees before each iteration: the state it starts from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Progress {
     /// Which start (0-based) is running.
     pub start: usize,
-    /// Iterations done in this start.
+    /// Iterations done in this start before the one about to run (0: the start point).
     pub iteration: usize,
     /// The iteration cap.
     pub max_iter: usize,
@@ -327,7 +327,8 @@ pub struct Progress {
 /// cancellation flag that another thread may set.
 #[derive(Default)]
 pub struct FitControl<'a> {
-    /// Called after every iteration; returning `false` cancels the fit.
+    /// Called before every iteration (not after the last: the report has the final state);
+    /// returning `false` cancels the fit before that iteration's work.
     pub progress: Option<&'a (dyn Fn(&Progress) -> bool + Sync)>,
     /// Checked before every iteration; `true` cancels the fit.
     pub cancel: Option<&'a AtomicBool>,

@@ -270,7 +270,8 @@ def _path(path) -> bytes:
 
 @dataclass(frozen=True)
 class Progress:
-    """What a progress callback sees after each solver iteration."""
+    """What a progress callback sees before each solver iteration: the state it starts from
+    (``iteration`` = iterations done so far in this start, 0 for the start point)."""
 
     start: int  # which start is running, 0-based
     iteration: int  # iterations done in this start
@@ -384,7 +385,7 @@ class Fitter(_Handle):
             ) -> "Model":
         """Fits a model to ``dataset`` and blocks until done.
 
-        ``progress(Progress)`` is called after every solver iteration, on a library worker
+        ``progress(Progress)`` is called before every solver iteration, on a library worker
         thread; a truthy return value cancels the fit (:class:`CancelledError`), ``None`` or
         ``False`` lets it continue, and an exception cancels it and is re-raised here.
         Without ``progress`` no Python code runs during the fit, so the fit does not slow
