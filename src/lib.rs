@@ -26,7 +26,6 @@
 //! | [`io`] | training/scoring files (CSV, safetensors) and the model file |
 //! | [`ffi`] | the C ABI (`include/hetreward.h`): handles, status codes, panic boundary |
 //! | [`sim`] | seeded generators (the paper's §6.1 simulation) |
-//! | [`demo`] | the paper's LLM pipeline (§5.2) on built-in simulated data (`hetreward demo`) |
 //! | [`linalg`], [`parallel`], [`stats`] | Gram products and Cholesky, deterministic parallelism, normal quantiles |
 //!
 //! ```
@@ -45,7 +44,6 @@
 
 pub mod calibrate;
 pub mod data;
-pub mod demo;
 pub mod error;
 pub mod ffi;
 pub mod fit;

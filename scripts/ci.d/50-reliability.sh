@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reliability (issue 7), measured. The bad-input matrices (c-tests/test_bad_input.c,
-# tests/bad_input.rs, both checked against docs/errors.md), the numerical edge cases
+# cli/tests/bad_input.rs, both checked against docs/errors.md), the numerical edge cases
 # (tests/edge_cases.rs), the atomic-save kill test (tests/atomic_save.rs) and the sustained
 # concurrency run (c-tests/test_concurrency.c, natively) already run in 10-rust.sh and
 # 30-c-abi.sh. This step adds, against a fresh install of the library:

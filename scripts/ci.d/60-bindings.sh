@@ -31,7 +31,7 @@ trap 'rm -rf "$work"' EXIT
 
 echo "--- install to a fresh prefix, build the CLI"
 bash scripts/install.sh --prefix "$work/prefix1"
-cargo build --release --bin hetreward
+cargo build --release -p hetreward-cli
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac
 export HETREWARD_CLI="$target_dir/release/hetreward"

@@ -40,7 +40,7 @@ echo "venv ready in $(( $(date +%s) - t0 )) s"
 
 echo "--- install the library to a fresh prefix, build the CLI"
 bash scripts/install.sh --prefix "$work/prefix"
-cargo build --release --bin hetreward
+cargo build --release -p hetreward-cli
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac
 export HETREWARD_CLI="$target_dir/release/hetreward"

@@ -15,13 +15,16 @@
 //! exclusive temporary file beside it ([`hetreward::io::atomic`]) and renames them over the
 //! targets only when everything, including standard output, succeeded.
 
+mod demo;
+mod json;
+
 use clap::{Parser, Subcommand, ValueEnum};
+use demo::DemoOptions;
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
-use hetreward::demo::{self, DemoOptions};
 use hetreward::fit::{FitControl, FitOptions, FitReport, Init, Progress, SolverKind, Termination};
 use hetreward::inference::CovarianceKind;
 use hetreward::io::atomic::{self, PendingFile};
-use hetreward::io::{json, model_file, scoring, training};
+use hetreward::io::{model_file, scoring, training};
 use hetreward::select::{self, DiffMethod, Policy};
 use hetreward::{Error, Params, RewardModel};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
