@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+pub mod codes;
 pub mod data;
 pub mod error;
 pub mod ffi;
