@@ -62,7 +62,7 @@ if ! rustup component list --toolchain nightly --installed | grep -q '^rust-src'
   rustup component add rust-src --toolchain nightly
 fi
 host=$(rustc -vV | sed -n 's/^host: //p')
-RUSTFLAGS="-Zsanitizer=thread" cargo +nightly build -q -Zbuild-std --target "$host" --lib \
+RUSTFLAGS="-Zsanitizer=thread" cargo +nightly build -q -Zbuild-std --target "$host" -p hetreward --lib \
   --release --target-dir target/tsan
 lap "TSan build of the library and std"
 tsan_lib="target/tsan/$host/release/libhetreward.a"
