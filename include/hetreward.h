@@ -574,21 +574,6 @@ typedef struct hetreward_candidate {
 typedef uint32_t hetreward_shard_sections;
 
 /**
- * The d1 reward coefficients theta_j, in order.
- */
-#define HETREWARD_COEFFICIENTS_THETA 0
-
-/**
- * The d2 rationality coefficients gamma_k, in order.
- */
-#define HETREWARD_COEFFICIENTS_GAMMA 1
-
-/**
- * All d1 + d2 rows: theta first, then gamma.
- */
-#define HETREWARD_COEFFICIENTS_ALL 2
-
-/**
  * Damped Newton / Fisher scoring with line search and multi-start (the default; fast).
  */
 #define HETREWARD_SOLVER_NEWTON 0
@@ -716,6 +701,21 @@ typedef uint32_t hetreward_shard_sections;
  * Pessimistic Best-of-N: maximise lower - penalty (lower = reward - q_{1-alpha/2} se).
  */
 #define HETREWARD_POLICY_PBON 1
+
+/**
+ * The d1 reward coefficients theta_j, in order.
+ */
+#define HETREWARD_COEFFICIENTS_THETA 0
+
+/**
+ * The d2 rationality coefficients gamma_k, in order.
+ */
+#define HETREWARD_COEFFICIENTS_GAMMA 1
+
+/**
+ * All d1 + d2 rows: theta first, then gamma.
+ */
+#define HETREWARD_COEFFICIENTS_ALL 2
 
 /**
  * The NLL sum and the gradient sum (length d1 + d2, theta first).

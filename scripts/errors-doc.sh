@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the two generated tables of docs/errors.md from the tests that check them:
-# the C API table (c-tests/test_bad_input.c) and the CLI table (tests/bad_input.rs). CI fails
+# the C API table (c-tests/test_bad_input.c) and the CLI table (cli/tests/bad_input.rs). CI fails
 # when either table differs from what its test renders; run this after changing an error
 # message or a case, and review the diff.
 set -euo pipefail

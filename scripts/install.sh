@@ -33,7 +33,7 @@ root=$(pwd)
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac
 
-cargo build --release --lib
+cargo build --release -p hetreward --lib
 lib_dir="$target_dir/release"
 
 # The shared library must carry its SONAME (set by build.rs); the package relies on it.

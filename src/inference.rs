@@ -13,6 +13,7 @@
 //!
 //! A singular or ill-conditioned matrix is an [`Error::SingularInformation`], never a NaN.
 
+use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::likelihood::{expected_information, observed_hessian, score_outer_product};
@@ -23,49 +24,21 @@ use crate::linalg::{
 use crate::model::Params;
 use nalgebra::DMatrix;
 
-/// Which covariance estimate to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CovarianceKind {
-    /// Inverse expected (Fisher) information — the paper's `S_theta^2`, `S_gamma^2`.
-    Expected,
-    /// Inverse observed Hessian.
-    Observed,
-    /// Sandwich `H^-1 B H^-1` with per-sample scores (heteroskedasticity/misspecification robust).
-    Robust,
-    /// Sandwich with scores summed per cluster (annotator); needs cluster ids.
-    Cluster,
-}
-
-impl CovarianceKind {
-    /// Every kind, in code order (the order of the C enum and the model file).
-    pub const ALL: [CovarianceKind; 4] = [
-        CovarianceKind::Expected,
-        CovarianceKind::Observed,
-        CovarianceKind::Robust,
-        CovarianceKind::Cluster,
-    ];
-
-    /// Stable name ("expected", "observed", "robust", "cluster").
-    pub fn name(self) -> &'static str {
-        match self {
-            CovarianceKind::Expected => "expected",
-            CovarianceKind::Observed => "observed",
-            CovarianceKind::Robust => "robust",
-            CovarianceKind::Cluster => "cluster",
-        }
-    }
-
-    /// Parses a name as produced by [`CovarianceKind::name`].
-    pub fn from_name(name: &str) -> Result<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.name() == name)
-            .ok_or_else(|| {
-                Error::invalid(
-                    "covariance",
-                    format!("unknown covariance kind `{name}` (expected expected, observed, robust or cluster)"),
-                )
-            })
+coded_enum! {
+    /// Which covariance estimate to use.
+    #[derive(Default)]
+    pub enum CovarianceKind: "covariance", "covariance kind" {
+        /// Inverse expected (Fisher) information — the paper's `S_theta^2`, `S_gamma^2` (the
+        /// default).
+        #[default]
+        Expected = 0 => "expected",
+        /// Inverse observed Hessian.
+        Observed = 1 => "observed",
+        /// Sandwich `H^-1 B H^-1` with per-sample scores (heteroskedasticity/misspecification
+        /// robust).
+        Robust = 2 => "robust",
+        /// Sandwich with scores summed per cluster (annotator); needs cluster ids.
+        Cluster = 3 => "cluster",
     }
 }
 

@@ -10,25 +10,34 @@
 //! errors from the information matrix, and turns them into reward confidence intervals,
 //! reward-difference tests and (pessimistic) Best-of-N selection.
 //!
-//! How it fits together, from the middle out:
+//! ## The public Rust API
 //!
-//! | module | job |
+//! The crate is first a C-ABI library (`include/hetreward.h`, [`ffi`]); the same operations
+//! are a Rust API, used by the `hetreward` program (the `cli/` workspace member) exactly as
+//! any dependant would use it:
+//!
+//! | module | what a user takes from it |
 //! |---|---|
-//! | [`data`] | the validated training set |
-//! | [`model`] | per-sample math: sigma, stable loss, residual, weight |
-//! | [`likelihood`] | passes over the data: NLL, gradient, information, Hessian, scores |
-//! | [`fit`] | solvers (`newton` default, `agd` = the paper's Algorithm 1) and their driver |
-//! | [`inference`] | covariance kinds: expected, observed, robust, cluster |
-//! | [`calibrate`] | interval methods: Wald, parametric bootstrap, resized bootstrap, auto |
-//! | [`fitted`] | the immutable [`RewardModel`]: reward SEs and CIs, rationality |
-//! | [`coefficients`] | the coefficient table (estimate, SE, z, p, CI) under the model's interval method |
-//! | [`select`] | reward differences, win rates, BoN / pBoN |
+//! | [`data`] | [`Dataset`]: the validated training set (`Dataset::new`, or read with [`io::training`]) |
+//! | [`fit`] | [`fit::FitOptions`] (documented defaults), [`fit::FitControl`] (progress, cancel), [`fit::FitReport`], [`fit::SolverKind`], [`fit::Init`], [`fit::Termination`] |
+//! | [`inference`] | [`inference::CovarianceKind`]: expected, observed, robust, cluster |
+//! | [`calibrate`] | [`calibrate::IntervalOptions`], [`calibrate::IntervalMethod`]: Wald, parametric bootstrap, resized bootstrap, auto |
+//! | [`fitted`] | [`RewardModel`] (`estimate`, `estimate_with`): estimates, SEs, reward CIs, rationality; [`RewardInterval`] |
+//! | [`coefficients`] | [`coefficients::CoefficientTable`]: estimate, SE, z, p and CI per coefficient under the model's interval method |
+//! | [`select`] | reward differences with verdicts, win rates, BoN / pBoN ([`select::compare`], [`select::select`], [`select::select_best`]) |
 //! | [`shard`] | per-shard sums (mergeable, serialisable) and the driver-side fit over them |
-//! | [`io`] | training/scoring files (CSV, safetensors) and the model file |
-//! | [`ffi`] | the C ABI (`include/hetreward.h`): handles, status codes, panic boundary |
-//! | [`sim`] | seeded generators (the paper's §6.1 simulation) |
-//! | [`demo`] | the paper's LLM pipeline (§5.2) on built-in simulated data (`hetreward demo`) |
-//! | [`linalg`], [`parallel`], [`stats`] | Gram products and Cholesky, deterministic parallelism, normal quantiles |
+//! | [`io`] | training and scoring files (CSV, safetensors), the model file ([`io::model_file`]), atomic outputs ([`io::atomic`]) |
+//! | [`codes`] | the stable codes and names of every option enum ([`codes::Coded`]): C constants, model-file bytes, command-line names |
+//! | [`error`] | [`Error`] (one variant per C status) and [`Result`] |
+//! | [`model`] | [`Params`] `(theta, gamma)` and the per-sample math: sigma, stable loss, residual, weight |
+//! | [`sim`] | seeded generators (the paper's §6.1 simulation, homogeneous and high-dimensional designs) |
+//! | [`stats`], [`parallel`] | normal quantiles and p-values; deterministic parallelism on a caller-sized pool |
+//! | [`ffi`] | the C ABI: handles, status codes, panic boundary (called from C, not from Rust) |
+//!
+//! Internal, not part of the API (public only so that the benchmarks in `benches/` and the
+//! integration tests can reach the kernels they measure; hidden from the documentation):
+//! `likelihood` (NLL, gradient, information, Hessian, scores) and `linalg` (Gram products,
+//! Cholesky).
 //!
 //! ```
 //! use hetreward::{fit::FitOptions, fit::FitControl, inference::CovarianceKind, RewardModel};
@@ -45,16 +54,18 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+pub mod codes;
 pub mod coefficients;
 pub mod data;
-pub mod demo;
 pub mod error;
 pub mod ffi;
 pub mod fit;
 pub mod fitted;
 pub mod inference;
 pub mod io;
+#[doc(hidden)]
 pub mod likelihood;
+#[doc(hidden)]
 pub mod linalg;
 pub mod model;
 pub mod parallel;

@@ -2,68 +2,35 @@
 //! Best-of-N / pessimistic Best-of-N selection (SPEC §4).
 
 use crate::calibrate::IntervalMethod;
+use crate::codes::coded_enum;
 use crate::error::{check_alpha, check_finite, Error, Result};
 use crate::fitted::{check_no_overflow, RewardInterval, RewardModel};
 use crate::stats::{critical_value, two_sided_p_value};
 
-/// How the variance of a reward difference `D = r(a0) - r(a1)` is computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiffMethod {
-    /// `(phi0 - phi1)^T S (phi0 - phi1) / n`: both rewards share theta_hat (default).
-    Exact,
-    /// `(phi0^T S phi0 + phi1^T S phi1) / n`: the paper's formula (treats them as independent).
-    Independent,
-    /// `(sqrt(phi0^T S phi0) + sqrt(phi1^T S phi1))^2 / n`: the paper's upper bound.
-    Bound,
-}
-
-impl DiffMethod {
-    /// Stable name ("exact", "independent", "bound").
-    pub fn name(self) -> &'static str {
-        match self {
-            DiffMethod::Exact => "exact",
-            DiffMethod::Independent => "independent",
-            DiffMethod::Bound => "bound",
-        }
-    }
-
-    /// Parses a name as produced by [`DiffMethod::name`].
-    pub fn from_name(name: &str) -> Result<Self> {
-        [
-            DiffMethod::Exact,
-            DiffMethod::Independent,
-            DiffMethod::Bound,
-        ]
-        .into_iter()
-        .find(|m| m.name() == name)
-        .ok_or_else(|| {
-            Error::invalid(
-                "method",
-                format!("unknown method `{name}` (expected exact, independent or bound)"),
-            )
-        })
+coded_enum! {
+    /// How the variance of a reward difference `D = r(a0) - r(a1)` is computed.
+    #[derive(Default)]
+    pub enum DiffMethod: "method", "method" {
+        /// `(phi0 - phi1)^T S (phi0 - phi1) / n`: both rewards share theta_hat (default).
+        #[default]
+        Exact = 0 => "exact",
+        /// `(phi0^T S phi0 + phi1^T S phi1) / n`: the paper's formula (treats them as
+        /// independent).
+        Independent = 1 => "independent",
+        /// `(sqrt(phi0^T S phi0) + sqrt(phi1^T S phi1))^2 / n`: the paper's upper bound.
+        Bound = 2 => "bound",
     }
 }
 
-/// Outcome of a comparison at level alpha.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// The CI of `r(a0) - r(a1)` lies above 0: a0 is significantly better.
-    Win,
-    /// The CI lies below 0: a1 is significantly better.
-    Loss,
-    /// The CI contains 0.
-    Tie,
-}
-
-impl Verdict {
-    /// Stable name ("win", "loss", "tie").
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Win => "win",
-            Verdict::Loss => "loss",
-            Verdict::Tie => "tie",
-        }
+coded_enum! {
+    /// Outcome of a comparison at level alpha.
+    pub enum Verdict: "verdict", "verdict" {
+        /// The CI contains 0.
+        Tie = 0 => "tie",
+        /// The CI of `r(a0) - r(a1)` lies above 0: a0 is significantly better.
+        Win = 1 => "win",
+        /// The CI lies below 0: a1 is significantly better.
+        Loss = 2 => "loss",
     }
 }
 
@@ -209,34 +176,13 @@ pub fn win_rate(comparisons: &[Comparison]) -> WinRate {
     }
 }
 
-/// Which selection rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
-    /// Best-of-N: maximise `r_hat - pen`.
-    Bon,
-    /// Pessimistic Best-of-N: maximise `r_hat - q_{1-alpha/2} se - pen` (the lower bound).
-    Pbon,
-}
-
-impl Policy {
-    /// Stable name ("bon", "pbon").
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Bon => "bon",
-            Policy::Pbon => "pbon",
-        }
-    }
-
-    /// Parses a name as produced by [`Policy::name`].
-    pub fn from_name(name: &str) -> Result<Self> {
-        match name {
-            "bon" => Ok(Policy::Bon),
-            "pbon" => Ok(Policy::Pbon),
-            other => Err(Error::invalid(
-                "policy",
-                format!("unknown policy `{other}` (expected bon or pbon)"),
-            )),
-        }
+coded_enum! {
+    /// Which selection rule.
+    pub enum Policy: "policy", "policy" {
+        /// Best-of-N: maximise `r_hat - pen`.
+        Bon = 0 => "bon",
+        /// Pessimistic Best-of-N: maximise `r_hat - q_{1-alpha/2} se - pen` (the lower bound).
+        Pbon = 1 => "pbon",
     }
 }
 

@@ -58,8 +58,8 @@ setup(
             path=str(MANIFEST),
             binding=Binding.NoBinding,
             # The crate types of Cargo.toml, so that cargo reuses the library that
-            # `cargo build --release --lib` (scripts/install.sh) built, and vice versa,
-            # instead of rebuilding the crate for a cdylib-only build each time.
+            # `cargo build --release -p hetreward --lib` (scripts/install.sh) built, and
+            # vice versa, instead of rebuilding the crate for a cdylib-only build each time.
             args=["--crate-type", "rlib,cdylib,staticlib"],
             py_limited_api=False,
             strip=Strip.All,

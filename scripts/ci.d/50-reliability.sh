@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reliability (issue 7), measured. The bad-input matrices (c-tests/test_bad_input.c,
-# tests/bad_input.rs, both checked against docs/errors.md), the numerical edge cases
+# cli/tests/bad_input.rs, both checked against docs/errors.md), the numerical edge cases
 # (tests/edge_cases.rs), the atomic-save kill test (tests/atomic_save.rs) and the sustained
 # concurrency run (c-tests/test_concurrency.c, natively) already run in 10-rust.sh and
 # 30-c-abi.sh. This step adds, against a fresh install of the library:
@@ -62,7 +62,7 @@ if ! rustup component list --toolchain nightly --installed | grep -q '^rust-src'
   rustup component add rust-src --toolchain nightly
 fi
 host=$(rustc -vV | sed -n 's/^host: //p')
-RUSTFLAGS="-Zsanitizer=thread" cargo +nightly build -q -Zbuild-std --target "$host" --lib \
+RUSTFLAGS="-Zsanitizer=thread" cargo +nightly build -q -Zbuild-std --target "$host" -p hetreward --lib \
   --release --target-dir target/tsan
 lap "TSan build of the library and std"
 tsan_lib="target/tsan/$host/release/libhetreward.a"

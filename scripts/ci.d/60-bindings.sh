@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Go, Python and Julia bindings, each the way a user gets it:
-#   1. scripts/install.sh installs the package into a fresh temporary prefix; the CLI is built
-#      too (the Python suite compares its results with the CLI's JSON);
+#   1. the CLI is built and scripts/install.sh installs the package into a fresh temporary prefix
+#      (the Python suite compares its results with the CLI's JSON);
 #   2. Go (bindings/go): gofmt, go vet, go test -race (plain go test only if the race detector
 #      cannot build here, said loudly), cgo through pkg-config with CGO_LDFLAGS keyed on the
 #      prefix (Go's cache does not track pkg-config output, golang/go#24544), standard library
@@ -29,9 +29,12 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-echo "--- install to a fresh prefix, build the CLI"
+echo "--- build the CLI, install to a fresh prefix"
+# The CLI first: its build compiles the library with the CLI's dependency features (they
+# differ from the library's own: indicatif turns on libc/std) over the same cdylib file, so
+# building it between the two installs would recompile the library a second time.
+cargo build --release -p hetreward-cli
 bash scripts/install.sh --prefix "$work/prefix1"
-cargo build --release --bin hetreward
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac
 export HETREWARD_CLI="$target_dir/release/hetreward"

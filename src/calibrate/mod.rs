@@ -29,6 +29,7 @@
 pub mod draws;
 pub mod resized;
 
+use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::{FitReport, Termination};
@@ -38,59 +39,21 @@ use crate::model::Params;
 use crate::stats::critical_value;
 use std::sync::atomic::AtomicBool;
 
-/// How a model's confidence intervals are computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IntervalMethod {
-    /// The paper's Wald intervals from the information matrix (the default; exactly as
-    /// before, so published numbers reproduce).
-    #[default]
-    Wald,
-    /// Parametric bootstrap, percentile interval (B default [`DEFAULT_BOOTSTRAP_REPS`]).
-    Bootstrap,
-    /// Adaptively resized parametric bootstrap for high dimension (B default
-    /// [`DEFAULT_RESIZED_REPS`]).
-    Resized,
-    /// One of the three, picked at fit time by [`auto_pick`].
-    Auto,
-}
-
-impl IntervalMethod {
-    /// Every method, in code order (the order of the C enum and the model file).
-    pub const ALL: [IntervalMethod; 4] = [
-        IntervalMethod::Wald,
-        IntervalMethod::Bootstrap,
-        IntervalMethod::Resized,
-        IntervalMethod::Auto,
-    ];
-
-    /// Stable name ("wald", "bootstrap", "resized", "auto").
-    pub fn name(self) -> &'static str {
-        match self {
-            IntervalMethod::Wald => "wald",
-            IntervalMethod::Bootstrap => "bootstrap",
-            IntervalMethod::Resized => "resized",
-            IntervalMethod::Auto => "auto",
-        }
-    }
-
-    /// Parses a name as produced by [`IntervalMethod::name`].
-    pub fn from_name(name: &str) -> Result<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|m| m.name() == name)
-            .ok_or_else(|| {
-                Error::invalid(
-                    "intervals",
-                    format!(
-                        "unknown interval method `{name}` (expected wald, bootstrap, resized or auto)"
-                    ),
-                )
-            })
-    }
-
-    /// Position in [`IntervalMethod::ALL`] (the C and file code).
-    pub fn code(self) -> u32 {
-        self as u32
+coded_enum! {
+    /// How a model's confidence intervals are computed.
+    #[derive(Default)]
+    pub enum IntervalMethod: "intervals", "interval method" {
+        /// The paper's Wald intervals from the information matrix (the default; exactly as
+        /// before, so published numbers reproduce).
+        #[default]
+        Wald = 0 => "wald",
+        /// Parametric bootstrap, percentile interval (B default [`DEFAULT_BOOTSTRAP_REPS`]).
+        Bootstrap = 1 => "bootstrap",
+        /// Adaptively resized parametric bootstrap for high dimension (B default
+        /// [`DEFAULT_RESIZED_REPS`]).
+        Resized = 2 => "resized",
+        /// One of the three, picked at fit time by [`auto_pick`].
+        Auto = 3 => "auto",
     }
 }
 

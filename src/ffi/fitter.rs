@@ -2,48 +2,22 @@
 //! callback, and cancellation from another thread.
 
 use super::dataset::{dataset_ref, hetreward_dataset};
+use super::enums::{
+    from_c, hetreward_covariance, hetreward_init, hetreward_intervals, hetreward_solver,
+};
 use super::model::{hetreward_model, model_into_raw};
 use super::status::{boundary, boundary_value, hetreward_status};
 use super::{handle_ref, in_slice, out_ptr};
+use crate::calibrate::IntervalMethod;
 use crate::calibrate::IntervalOptions;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::fit::{FitControl, FitOptions, Init, Progress, SolverKind};
+use crate::fit::{FitControl, FitOptions, Init, InitKind, Progress, SolverKind};
 use crate::fitted::RewardModel;
 use crate::inference::CovarianceKind;
 use crate::model::Params;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Which algorithm fits the model: one of the HETREWARD_SOLVER_* values.
-#[allow(non_camel_case_types)]
-pub type hetreward_solver = u32;
-/// Damped Newton / Fisher scoring with line search and multi-start (the default; fast).
-pub const HETREWARD_SOLVER_NEWTON: hetreward_solver = 0;
-/// The paper's Algorithm 1: alternating gradient descent with step sizes eta1, eta2.
-pub const HETREWARD_SOLVER_AGD: hetreward_solver = 1;
-
-/// Where the solver starts: one of the HETREWARD_INIT_* values.
-#[allow(non_camel_case_types)]
-pub type hetreward_init = u32;
-/// theta from the homogeneous fit (gamma held at 0, a convex problem), gamma = 0 (the default).
-pub const HETREWARD_INIT_DEFAULT: hetreward_init = 0;
-/// The paper's start: every coefficient drawn from U(-1, 1) with the params' seed.
-pub const HETREWARD_INIT_RANDOM: hetreward_init = 1;
-/// Explicit starting values from the params' theta0 / gamma0 arrays.
-pub const HETREWARD_INIT_EXPLICIT: hetreward_init = 2;
-
-/// Which covariance the standard errors come from: one of the HETREWARD_COVARIANCE_* values.
-#[allow(non_camel_case_types)]
-pub type hetreward_covariance = u32;
-/// Inverse expected (Fisher) information: the paper's S_theta^2, S_gamma^2 (the default).
-pub const HETREWARD_COVARIANCE_EXPECTED: hetreward_covariance = 0;
-/// Inverse observed Hessian of the mean negative log-likelihood.
-pub const HETREWARD_COVARIANCE_OBSERVED: hetreward_covariance = 1;
-/// Sandwich H^-1 B H^-1 with per-sample scores (robust to misspecification).
-pub const HETREWARD_COVARIANCE_ROBUST: hetreward_covariance = 2;
-/// Sandwich with scores summed per cluster (annotator); the dataset needs cluster ids.
-pub const HETREWARD_COVARIANCE_CLUSTER: hetreward_covariance = 3;
 
 /// What a progress callback sees, once before each solver iteration: the state that iteration
 /// starts from. Valid only during the callback.
@@ -130,7 +104,7 @@ pub struct hetreward_fit_params {
     /// in format version 2 of this struct). Default HETREWARD_INTERVALS_WALD, the paper's.
     /// The bootstrap methods refit B resamples after the fit (seeded by `seed`; the result
     /// does not depend on `threads`). See hetreward_model_intervals().
-    pub intervals: super::intervals::hetreward_intervals,
+    pub intervals: hetreward_intervals,
     /// Bootstrap refits B; 0 = the method's default (400 for bootstrap, 100 for resized),
     /// else 10..=100000. Ignored by HETREWARD_INTERVALS_WALD.
     pub bootstrap_reps: u32,
@@ -184,14 +158,14 @@ pub extern "C" fn hetreward_fit_default_params() -> hetreward_fit_params {
     let o = FitOptions::default();
     hetreward_fit_params {
         struct_size: std::mem::size_of::<hetreward_fit_params>(),
-        solver: HETREWARD_SOLVER_NEWTON,
-        covariance: HETREWARD_COVARIANCE_EXPECTED,
+        solver: o.solver.code(),
+        covariance: CovarianceKind::default().code(),
         eta1: o.eta1,
         eta2: o.eta2,
         max_iter: 0,
         tol: o.tol,
         seed: o.seed,
-        init: HETREWARD_INIT_DEFAULT,
+        init: o.init.kind().code(),
         restarts: o.restarts as u32,
         theta0: std::ptr::null(),
         theta0_len: 0,
@@ -201,7 +175,7 @@ pub extern "C" fn hetreward_fit_default_params() -> hetreward_fit_params {
         require_converged: false,
         progress: None,
         progress_user_data: std::ptr::null_mut(),
-        intervals: super::intervals::HETREWARD_INTERVALS_WALD,
+        intervals: IntervalMethod::default().code(),
         bootstrap_reps: 0,
     }
 }
@@ -265,22 +239,16 @@ impl hetreward_fitter {
                 ),
             ));
         }
-        let solver = match p.solver {
-            HETREWARD_SOLVER_NEWTON => SolverKind::Newton,
-            HETREWARD_SOLVER_AGD => SolverKind::Agd,
-            other => return Err(unknown("params.solver", other, "HETREWARD_SOLVER_*")),
-        };
-        let covariance = *CovarianceKind::ALL
-            .get(p.covariance as usize)
-            .ok_or_else(|| unknown("params.covariance", p.covariance, "HETREWARD_COVARIANCE_*"))?;
-        let init = match p.init {
-            HETREWARD_INIT_DEFAULT => Init::Default,
-            HETREWARD_INIT_RANDOM => Init::Random,
-            HETREWARD_INIT_EXPLICIT => Init::Explicit(Params {
+        let solver: SolverKind = from_c("params.solver", p.solver, "HETREWARD_SOLVER_*")?;
+        let covariance: CovarianceKind =
+            from_c("params.covariance", p.covariance, "HETREWARD_COVARIANCE_*")?;
+        let init = match from_c("params.init", p.init, "HETREWARD_INIT_*")? {
+            InitKind::Default => Init::Default,
+            InitKind::Random => Init::Random,
+            InitKind::Explicit => Init::Explicit(Params {
                 theta: in_slice(p.theta0, p.theta0_len, "params.theta0")?.to_vec(),
                 gamma: in_slice(p.gamma0, p.gamma0_len, "params.gamma0")?.to_vec(),
             }),
-            other => return Err(unknown("params.init", other, "HETREWARD_INIT_*")),
         };
         let max_iter = match p.max_iter {
             0 => None,
@@ -349,13 +317,6 @@ impl hetreward_fitter {
         }
         Ok(model)
     }
-}
-
-fn unknown(arg: &str, value: u32, expected: &str) -> Error {
-    Error::invalid(
-        arg,
-        format!("unknown value {value} (expected one of {expected})"),
-    )
 }
 
 /// Names option errors as fields of the params struct (`eta1` -> `params.eta1`).

@@ -2,6 +2,7 @@
 //! the getter of a model's method and diagnostics, its warning, and the paper's Wald view of
 //! any model.
 
+use super::enums::{from_c, hetreward_intervals};
 use super::fitter::hetreward_fit_params;
 use super::model::{hetreward_model, model_into_raw, model_ref};
 use super::out_ptr;
@@ -10,33 +11,9 @@ use crate::calibrate::{IntervalMethod, IntervalOptions, MAX_REPS, MIN_REPS};
 use crate::error::{Error, Result};
 use std::ffi::c_char;
 
-/// How a model's confidence intervals are computed: one of the HETREWARD_INTERVALS_* values.
-#[allow(non_camel_case_types)]
-pub type hetreward_intervals = u32;
-/// The paper's Wald intervals from the information matrix (the default).
-pub const HETREWARD_INTERVALS_WALD: hetreward_intervals = 0;
-/// Parametric bootstrap, percentile intervals (small samples; B default 400).
-pub const HETREWARD_INTERVALS_BOOTSTRAP: hetreward_intervals = 1;
-/// Adaptively resized parametric bootstrap (high dimension, d1/n of a few percent; B default
-/// 100).
-pub const HETREWARD_INTERVALS_RESIZED: hetreward_intervals = 2;
-/// One of the three, picked at fit time from d1/n and n per parameter; the model says which
-/// (hetreward_model_intervals()).
-pub const HETREWARD_INTERVALS_AUTO: hetreward_intervals = 3;
-
 /// Converts and checks the interval fields of the fit params.
 pub(crate) fn interval_options(p: &hetreward_fit_params) -> Result<IntervalOptions> {
-    let method = *IntervalMethod::ALL
-        .get(p.intervals as usize)
-        .ok_or_else(|| {
-            Error::invalid(
-                "params.intervals",
-                format!(
-                    "unknown value {} (expected one of HETREWARD_INTERVALS_*)",
-                    p.intervals
-                ),
-            )
-        })?;
+    let method: IntervalMethod = from_c("params.intervals", p.intervals, "HETREWARD_INTERVALS_*")?;
     let reps = match p.bootstrap_reps {
         0 => None,
         b => Some(b as usize),
@@ -186,6 +163,7 @@ pub extern "C" fn hetreward_model_wald(
 #[cfg(test)]
 mod tests {
     use super::super::dataset::{hetreward_dataset_free, hetreward_dataset_new};
+    use super::super::enums::*;
     use super::super::fitter::*;
     use super::super::model::{hetreward_model_free, hetreward_model_score, hetreward_reward};
     use super::super::status::hetreward_last_error_message;

@@ -18,8 +18,10 @@
 //! contract, not from Rust.
 #![allow(clippy::not_unsafe_ptr_arg_deref, clippy::too_many_arguments)]
 
-// `status` first: cbindgen emits items in the order it parses modules.
+// `status` first, then the option enums: cbindgen emits items in the order it parses modules.
 pub mod status;
+
+pub mod enums;
 
 pub mod coefficients;
 pub mod dataset;

@@ -1,18 +1,19 @@
 //! `hetreward_model`: an immutable fitted model — estimates, SEs, report, scoring,
 //! comparisons, BoN / pBoN selection, rationality, saving and loading.
 
-use super::fitter::{hetreward_covariance, hetreward_solver};
+use super::enums::{
+    from_c, hetreward_covariance, hetreward_diff_method, hetreward_policy, hetreward_solver,
+    hetreward_termination, hetreward_verdict,
+};
 use super::status::{boundary, boundary_value, hetreward_status};
 use super::{
     c_path, check_dim, checked_len, handle_ref, in_slice, optional_slice, out_ptr, out_slice,
     write_slice, write_zero_padded, ZeroPadded,
 };
 use crate::error::{check_alpha, Error, Result};
-use crate::fit::{SolverKind, Termination};
 use crate::fitted::{RewardInterval, RewardModel};
-use crate::inference::CovarianceKind;
 use crate::io::model_file;
-use crate::select::{self, DiffMethod, Policy, Verdict};
+use crate::select::{self, DiffMethod, Policy};
 use std::ffi::c_char;
 
 /// A fitted reward model: theta, gamma, their covariance and the fit report.
@@ -38,20 +39,6 @@ pub(crate) fn model_into_raw(inner: RewardModel) -> *mut hetreward_model {
 pub(crate) unsafe fn model_ref<'a>(ptr: *const hetreward_model) -> Result<&'a RewardModel> {
     handle_ref(ptr, "model").map(|m| &m.inner)
 }
-
-/// Why the solver stopped: one of the HETREWARD_TERMINATION_* values.
-#[allow(non_camel_case_types)]
-pub type hetreward_termination = u32;
-/// The gradient norm met the tolerance.
-pub const HETREWARD_TERMINATION_CONVERGED: hetreward_termination = 0;
-/// The iteration cap was reached first.
-pub const HETREWARD_TERMINATION_MAX_ITERATIONS: hetreward_termination = 1;
-/// The line search could not decrease the objective (numerical floor, or separable data).
-pub const HETREWARD_TERMINATION_STALLED: hetreward_termination = 2;
-/// The estimate runs off to infinity: parameters or objective became non-finite, or the data
-/// are completely separated (mean NLL below 1e-6 at a vanishing gradient: the MLE is at
-/// infinity, the SEs are meaningless).
-pub const HETREWARD_TERMINATION_DIVERGED: hetreward_termination = 3;
 
 /// How a model was fitted (SPEC §2), filled by hetreward_model_report().
 #[repr(C)]
@@ -125,26 +112,6 @@ impl From<RewardInterval> for hetreward_reward {
     }
 }
 
-/// How the variance of a reward difference is computed: one of HETREWARD_DIFF_*.
-#[allow(non_camel_case_types)]
-pub type hetreward_diff_method = u32;
-/// (phi0 - phi1)^T S (phi0 - phi1) / n: both rewards share theta_hat (the default, exact).
-pub const HETREWARD_DIFF_EXACT: hetreward_diff_method = 0;
-/// (phi0^T S phi0 + phi1^T S phi1) / n: the paper's formula (as if independent).
-pub const HETREWARD_DIFF_INDEPENDENT: hetreward_diff_method = 1;
-/// (sqrt(phi0^T S phi0) + sqrt(phi1^T S phi1))^2 / n: the paper's upper bound.
-pub const HETREWARD_DIFF_BOUND: hetreward_diff_method = 2;
-
-/// Verdict of a comparison of a0 with a1 at level alpha: one of HETREWARD_VERDICT_*.
-#[allow(non_camel_case_types)]
-pub type hetreward_verdict = u32;
-/// The CI contains 0: no significant difference.
-pub const HETREWARD_VERDICT_TIE: hetreward_verdict = 0;
-/// The CI of r(a0) - r(a1) lies above 0: a0 is significantly better.
-pub const HETREWARD_VERDICT_WIN: hetreward_verdict = 1;
-/// The CI lies below 0: a1 is significantly better.
-pub const HETREWARD_VERDICT_LOSS: hetreward_verdict = 2;
-
 /// A reward difference D = r(a0) - r(a1) with its SE, CI, p-value and verdict.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -175,14 +142,6 @@ impl ZeroPadded for hetreward_comparison {
         addr_of_mut!((*dst).verdict).write(self.verdict);
     }
 }
-
-/// The selection rule of hetreward_model_select(): one of HETREWARD_POLICY_*.
-#[allow(non_camel_case_types)]
-pub type hetreward_policy = u32;
-/// Best-of-N: maximise reward - penalty.
-pub const HETREWARD_POLICY_BON: hetreward_policy = 0;
-/// Pessimistic Best-of-N: maximise lower - penalty (lower = reward - q_{1-alpha/2} se).
-pub const HETREWARD_POLICY_PBON: hetreward_policy = 1;
 
 /// One candidate's figures in a selection.
 #[repr(C)]
@@ -310,22 +269,9 @@ pub extern "C" fn hetreward_model_report(
         let out = out_ptr(out_report, "out_report")?;
         let r = m.report();
         let report = hetreward_fit_report {
-            solver: match r.solver {
-                SolverKind::Newton => super::fitter::HETREWARD_SOLVER_NEWTON,
-                SolverKind::Agd => super::fitter::HETREWARD_SOLVER_AGD,
-            },
-            covariance: CovarianceKind::ALL
-                .iter()
-                .position(|k| *k == m.covariance())
-                .ok_or_else(|| Error::Internal {
-                    detail: "unknown covariance kind".into(),
-                })? as u32,
-            termination: match r.termination {
-                Termination::Converged => HETREWARD_TERMINATION_CONVERGED,
-                Termination::MaxIterations => HETREWARD_TERMINATION_MAX_ITERATIONS,
-                Termination::Stalled => HETREWARD_TERMINATION_STALLED,
-                Termination::Diverged => HETREWARD_TERMINATION_DIVERGED,
-            },
+            solver: r.solver.code(),
+            covariance: m.covariance().code(),
+            termination: r.termination.code(),
             converged: r.converged,
             iterations: r.iterations,
             total_iterations: r.total_iterations,
@@ -401,17 +347,7 @@ pub extern "C" fn hetreward_model_compare(
         let len = checked_len("phi0", m, d1)?;
         // SAFETY: `phi0`, `phi1` hold m * d1 floats (header contract).
         let (phi0, phi1) = unsafe { (in_slice(phi0, len, "phi0")?, in_slice(phi1, len, "phi1")?) };
-        let method = match method {
-            HETREWARD_DIFF_EXACT => DiffMethod::Exact,
-            HETREWARD_DIFF_INDEPENDENT => DiffMethod::Independent,
-            HETREWARD_DIFF_BOUND => DiffMethod::Bound,
-            other => {
-                return Err(Error::invalid(
-                    "method",
-                    format!("unknown value {other} (expected one of HETREWARD_DIFF_*)"),
-                ))
-            }
-        };
+        let method: DiffMethod = from_c("method", method, "HETREWARD_DIFF_*")?;
         check_alpha(alpha)?;
         let out = out_slice(out_comparisons, m, "out_comparisons")?;
         let rows0 = model.rows_f64("phi0", phi0)?;
@@ -429,11 +365,7 @@ pub extern "C" fn hetreward_model_compare(
                     lower: c.lower,
                     upper: c.upper,
                     p_value: c.p_value,
-                    verdict: match c.verdict {
-                        Verdict::Win => HETREWARD_VERDICT_WIN,
-                        Verdict::Tie => HETREWARD_VERDICT_TIE,
-                        Verdict::Loss => HETREWARD_VERDICT_LOSS,
-                    },
+                    verdict: c.verdict.code(),
                 })
             })
             .collect::<Result<_>>()?;
@@ -483,16 +415,7 @@ pub extern "C" fn hetreward_model_select(
                 optional_slice(penalty, n_candidates, "penalty")?,
             )
         };
-        let policy = match policy {
-            HETREWARD_POLICY_BON => Policy::Bon,
-            HETREWARD_POLICY_PBON => Policy::Pbon,
-            other => {
-                return Err(Error::invalid(
-                    "policy",
-                    format!("unknown value {other} (expected one of HETREWARD_POLICY_*)"),
-                ))
-            }
-        };
+        let policy: Policy = from_c("policy", policy, "HETREWARD_POLICY_*")?;
         let out_index = out_ptr(out_index, "out_index")?;
         if out_candidates.is_null() {
             // Only the choice is asked for: the pruned search (same index, same errors).

@@ -25,6 +25,7 @@ pub mod agd;
 pub mod newton;
 pub mod newton_cg;
 
+use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{check_finite, Error, Result};
 use crate::likelihood::nll_and_gradient;
@@ -84,34 +85,13 @@ pub struct Diagnostics {
     pub cg: newton_cg::CgStats,
 }
 
-/// Which algorithm minimises `L_n`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SolverKind {
-    /// Damped Newton / Fisher scoring with line search and multi-start (the default).
-    Newton,
-    /// The paper's alternating gradient descent (Algorithm 1).
-    Agd,
-}
-
-impl SolverKind {
-    /// Stable name used in reports, files and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            SolverKind::Newton => "newton",
-            SolverKind::Agd => "agd",
-        }
-    }
-
-    /// Parses a name as produced by [`SolverKind::name`].
-    pub fn from_name(name: &str) -> Result<Self> {
-        match name {
-            "newton" => Ok(SolverKind::Newton),
-            "agd" => Ok(SolverKind::Agd),
-            other => Err(Error::invalid(
-                "solver",
-                format!("unknown solver `{other}` (expected newton or agd)"),
-            )),
-        }
+coded_enum! {
+    /// Which algorithm minimises `L_n`.
+    pub enum SolverKind: "solver", "solver" {
+        /// Damped Newton / Fisher scoring with line search and multi-start (the default).
+        Newton = 0 => "newton",
+        /// The paper's alternating gradient descent (Algorithm 1).
+        Agd = 1 => "agd",
     }
 }
 
@@ -124,6 +104,29 @@ pub enum Init {
     Random,
     /// Explicit starting values (the paper's Algorithm 1 from a known point).
     Explicit(Params),
+}
+
+coded_enum! {
+    /// Which kind of [`Init`] (its code and name, without the explicit values).
+    pub enum InitKind: "init", "start" {
+        /// [`Init::Default`].
+        Default = 0 => "default",
+        /// [`Init::Random`].
+        Random = 1 => "random",
+        /// [`Init::Explicit`].
+        Explicit = 2 => "explicit",
+    }
+}
+
+impl Init {
+    /// The kind of this start.
+    pub fn kind(&self) -> InitKind {
+        match self {
+            Init::Default => InitKind::Default,
+            Init::Random => InitKind::Random,
+            Init::Explicit(_) => InitKind::Explicit,
+        }
+    }
 }
 
 /// Options of a fit. [`FitOptions::default`] gives the documented defaults; validate with
@@ -239,20 +242,22 @@ impl FitOptions {
     }
 }
 
-/// Why a solver stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Termination {
-    /// The gradient norm met the tolerance.
-    Converged,
-    /// The iteration cap was reached first.
-    MaxIterations,
-    /// The line search could not decrease the objective any further (numerical floor or a
-    /// likelihood without a finite optimum, e.g. separable data).
-    Stalled,
-    /// The estimate runs off to infinity: parameters or objective became non-finite, or the
-    /// gradient vanished only because the data are perfectly separated (mean NLL below
-    /// [`SEPARATED_NLL`]: every label predicted with certainty, the MLE lies at infinity).
-    Diverged,
+coded_enum! {
+    /// Why a solver stopped.
+    pub enum Termination: "termination", "termination" {
+        /// The gradient norm met the tolerance.
+        Converged = 0 => "converged",
+        /// The iteration cap was reached first.
+        MaxIterations = 1 => "max_iterations",
+        /// The line search could not decrease the objective any further (numerical floor or
+        /// a likelihood without a finite optimum, e.g. separable data).
+        Stalled = 2 => "stalled",
+        /// The estimate runs off to infinity: parameters or objective became non-finite, or
+        /// the gradient vanished only because the data are perfectly separated (mean NLL
+        /// below [`SEPARATED_NLL`]: every label predicted with certainty, the MLE lies at
+        /// infinity).
+        Diverged = 3 => "diverged",
+    }
 }
 
 /// A gradient that meets the tolerance at a mean NLL below this is not a finite optimum: the
@@ -260,18 +265,6 @@ pub enum Termination {
 /// average) and `||theta||` grows without bound. Such fits end [`Termination::Diverged`].
 /// Quasi-complete separation (only a subset separated) is not detected this way.
 pub const SEPARATED_NLL: f64 = 1e-6;
-
-impl Termination {
-    /// Stable name used in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Termination::Converged => "converged",
-            Termination::MaxIterations => "max_iterations",
-            Termination::Stalled => "stalled",
-            Termination::Diverged => "diverged",
-        }
-    }
-}
 
 /// How the fit went (SPEC §2: every fit reports these).
 #[derive(Debug, Clone, PartialEq)]

@@ -85,11 +85,6 @@ impl PendingFile {
         Err(io(last.expect("at least one attempt")))
     }
 
-    /// The path the file will be published under.
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
     /// Appends `bytes` to the temporary file. Errors: [`Error::Io`] naming the target.
     pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
         self.file.write_all(bytes).map_err(|e| self.io(e))

@@ -5,7 +5,6 @@
 
 pub mod atomic;
 pub mod csv_table;
-pub mod json;
 pub mod model_file;
 pub mod safetensors_table;
 pub mod scoring;

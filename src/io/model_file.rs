@@ -27,6 +27,7 @@
 //! crash never leaves a half-written model under the target name.
 
 use crate::calibrate::{Calibration, IntervalMethod};
+use crate::codes::Coded;
 use crate::error::{Error, Result};
 use crate::fit::{FitReport, SolverKind, Termination};
 use crate::fitted::RewardModel;
@@ -44,13 +45,15 @@ pub const FORMAT_VERSION: u32 = 2;
 pub const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 20;
 
-const TERMINATIONS: [Termination; 4] = [
-    Termination::Converged,
-    Termination::MaxIterations,
-    Termination::Stalled,
-    Termination::Diverged,
-];
-const SOLVERS: [SolverKind; 2] = [SolverKind::Newton, SolverKind::Agd];
+/// An enum field's byte: its stable code ([`crate::codes`]; every set has fewer than 256).
+fn byte<T: Coded>(value: T) -> u8 {
+    u8::try_from(value.code()).expect("codes fit in a byte")
+}
+
+/// The enum value of a byte, or `what` (the payload's error).
+fn from_byte<T: Coded>(code: u8, what: &'static str) -> std::result::Result<T, &'static str> {
+    T::from_code(u32::from(code)).ok_or(what)
+}
 
 /// Serialises a model to bytes.
 pub fn to_bytes(model: &RewardModel) -> Vec<u8> {
@@ -60,24 +63,9 @@ pub fn to_bytes(model: &RewardModel) -> Vec<u8> {
     p.extend((model.n() as u64).to_le_bytes());
     p.extend((d1 as u32).to_le_bytes());
     p.extend((d2 as u32).to_le_bytes());
-    p.push(
-        CovarianceKind::ALL
-            .iter()
-            .position(|k| *k == model.covariance())
-            .expect("known kind") as u8,
-    );
-    p.push(
-        SOLVERS
-            .iter()
-            .position(|s| *s == r.solver)
-            .expect("known solver") as u8,
-    );
-    p.push(
-        TERMINATIONS
-            .iter()
-            .position(|t| *t == r.termination)
-            .expect("known termination") as u8,
-    );
+    p.push(byte(model.covariance()));
+    p.push(byte(r.solver));
+    p.push(byte(r.termination));
     p.push(r.converged as u8);
     for v in [
         r.iterations as u64,
@@ -134,8 +122,8 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<RewardModel> {
 
 /// Appends the version-2 interval section.
 fn write_calibration(p: &mut Vec<u8>, c: &Calibration) {
-    p.push(c.requested().code() as u8);
-    p.push(c.method().code() as u8);
+    p.push(byte(c.requested()));
+    p.push(byte(c.method()));
     for v in [c.reps() as u64, c.seed(), c.diverged() as u64] {
         p.extend(v.to_le_bytes());
     }
@@ -156,12 +144,7 @@ fn read_calibration(
     d1: usize,
     d2: usize,
 ) -> std::result::Result<Calibration, String> {
-    let method = |code: u8| {
-        IntervalMethod::ALL
-            .get(code as usize)
-            .copied()
-            .ok_or("unknown interval method")
-    };
+    let method = |code: u8| from_byte::<IntervalMethod>(code, "unknown interval method");
     let requested = method(r.u8()?)?;
     let resolved = method(r.u8()?)?;
     let (reps, seed, diverged) = (r.u64()?, r.u64()?, r.u64()?);
@@ -196,13 +179,9 @@ fn parse_payload(p: &[u8], version: u32) -> std::result::Result<RewardModel, Str
     let n = r.u64()? as usize;
     let d1 = r.u32()? as usize;
     let d2 = r.u32()? as usize;
-    let covariance = *CovarianceKind::ALL
-        .get(r.u8()? as usize)
-        .ok_or("unknown covariance kind")?;
-    let solver = *SOLVERS.get(r.u8()? as usize).ok_or("unknown solver")?;
-    let termination = *TERMINATIONS
-        .get(r.u8()? as usize)
-        .ok_or("unknown termination")?;
+    let covariance: CovarianceKind = from_byte(r.u8()?, "unknown covariance kind")?;
+    let solver: SolverKind = from_byte(r.u8()?, "unknown solver")?;
+    let termination: Termination = from_byte(r.u8()?, "unknown termination")?;
     let converged = match r.u8()? {
         0 => false,
         1 => true,

@@ -15,13 +15,20 @@
 //! exclusive temporary file beside it ([`hetreward::io::atomic`]) and renames them over the
 //! targets only when everything, including standard output, succeeded.
 
-use clap::{Parser, Subcommand, ValueEnum};
+mod demo;
+mod json;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Parser, Subcommand};
+use demo::DemoOptions;
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
-use hetreward::demo::{self, DemoOptions};
-use hetreward::fit::{FitControl, FitOptions, FitReport, Init, Progress, SolverKind, Termination};
+use hetreward::codes::Coded;
+use hetreward::fit::{
+    FitControl, FitOptions, FitReport, Init, InitKind, Progress, SolverKind, Termination,
+};
 use hetreward::inference::CovarianceKind;
 use hetreward::io::atomic::{self, PendingFile};
-use hetreward::io::{json, model_file, scoring, training};
+use hetreward::io::{model_file, scoring, training};
 use hetreward::select::{self, DiffMethod, Policy};
 use hetreward::{Error, Params, RewardModel};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -89,6 +96,10 @@ converged, grad_norm, neg_loglik, seconds (+ termination, starts, total_iteratio
         /// Show the paper's Wald intervals whatever interval method the model carries.
         #[arg(long)]
         wald: bool,
+        /// Print every theta row (by default, above 50 theta coefficients the table shows a
+        /// summary line and the 10 largest |z|; gamma is always in full).
+        #[arg(long)]
+        all_rows: bool,
     },
     /// Reward, SE and CI of each answer: r = theta . phi, se = sqrt(phi' S phi / n).
     #[command(after_help = "\
@@ -121,8 +132,8 @@ JSON: {\"alpha\", \"method\", \"pairs\": [{\"diff\", \"se\", \"lower\", \"upper\
         pairs: PathBuf,
         /// Variance of the difference: exact (both rewards share theta_hat; default),
         /// independent (the paper's formula) or bound (the paper's upper bound).
-        #[arg(long, value_enum, default_value = "exact")]
-        method: MethodArg,
+        #[arg(long, value_parser = choice::<DiffMethod>(), default_value = DiffMethod::default().name())]
+        method: DiffMethod,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -142,8 +153,8 @@ Ties go to the lowest index. JSON: {\"alpha\", \"policy\", \"groups\": [{\"group
         /// The candidates (CANDIDATES).
         candidates: PathBuf,
         /// bon (maximise the reward) or pbon (maximise its lower confidence bound; default).
-        #[arg(long, value_enum, default_value = "pbon")]
-        policy: PolicyArg,
+        #[arg(long, value_parser = choice::<Policy>(), default_value = Policy::Pbon.name())]
+        policy: Policy,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -158,13 +169,13 @@ embedding-like features and a gold reward; fits; prints (a) rationality coeffici
 (d) calibrated intervals (the method --intervals auto picks) beside the paper's.")]
     Demo {
         /// Seed of the simulation (same seed, same output).
-        #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+        #[arg(long, default_value_t = DemoOptions::default().seed, allow_hyphen_values = true)]
         seed: u64,
         /// Number of training comparisons (at most 1,000,000).
         #[arg(long, default_value_t = DemoOptions::default().n, allow_hyphen_values = true)]
         n: usize,
         /// Worker threads (0 = all cores, at most 1,024); results do not depend on it.
-        #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+        #[arg(long, default_value_t = DemoOptions::default().threads, allow_hyphen_values = true)]
         threads: usize,
         /// Bootstrap refits of report (d), the calibrated intervals (10..=100000).
         #[arg(long, default_value_t = DemoOptions::default().bootstrap_reps)]
@@ -191,49 +202,24 @@ fn load_model(path: &Path, wald: bool) -> Result<RewardModel, Failure> {
     Ok(if wald { model.wald() } else { model })
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum IntervalsArg {
-    Wald,
-    Bootstrap,
-    Resized,
-    Auto,
+/// A clap parser of a library enum's names (its one definition, [`hetreward::codes`]): the
+/// names are listed in `--help` and in the error for any other word.
+fn choice<E: Coded + Send + Sync>() -> impl TypedValueParser<Value = E> {
+    choice_of(E::ALL)
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum SolverArg {
-    Newton,
-    Agd,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum InitArg {
-    Default,
-    Random,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum CovarianceArg {
-    Expected,
-    Observed,
-    Robust,
-    Cluster,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum MethodArg {
-    Exact,
-    Independent,
-    Bound,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum PolicyArg {
-    Bon,
-    Pbon,
+/// [`choice`] restricted to some of the values.
+fn choice_of<E: Coded + Send + Sync>(values: &'static [E]) -> impl TypedValueParser<Value = E> {
+    PossibleValuesParser::new(values.iter().map(|v| v.name()))
+        .map(|name| E::from_name(&name).expect("one of the listed names"))
 }
 
 #[derive(clap::Args)]
 struct FitArgs {
+    /// Print every theta row of the coefficient table (by default, above 50 theta coefficients
+    /// it shows a summary line and the 10 largest |z|; gamma is always in full).
+    #[arg(long)]
+    all_rows: bool,
     /// Training data: .csv (cluster?, y, psi0, z1..z{d1}, psi1..psi{d2}) or .safetensors.
     data: PathBuf,
     /// Where to write the model file (absent or a writable regular file; replaced only when
@@ -241,26 +227,30 @@ struct FitArgs {
     #[arg(long)]
     out: PathBuf,
     /// Solver: newton (default; fast, multi-start) or agd (the paper's Algorithm 1).
-    #[arg(long, value_enum, default_value = "newton")]
-    solver: SolverArg,
+    #[arg(long, value_parser = choice::<SolverKind>(), default_value = FitOptions::default().solver.name())]
+    solver: SolverKind,
     /// agd step size for theta.
-    #[arg(long, default_value_t = 0.1, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = FitOptions::default().eta1, allow_hyphen_values = true)]
     eta1: f64,
     /// agd step size for gamma.
-    #[arg(long, default_value_t = 0.08, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = FitOptions::default().eta2, allow_hyphen_values = true)]
     eta2: f64,
     /// Iteration cap (default: newton 100, agd 10000; at most 1,000,000,000).
     #[arg(long, allow_hyphen_values = true)]
     max_iter: Option<usize>,
     /// Gradient-norm tolerance.
-    #[arg(long, default_value_t = 1e-8, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = FitOptions::default().tol, allow_hyphen_values = true)]
     tol: f64,
     /// Seed for random starts.
-    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = FitOptions::default().seed, allow_hyphen_values = true)]
     seed: u64,
     /// Start: default (homogeneous fit, gamma = 0) or random (the paper's U(-1,1)).
-    #[arg(long, value_enum, default_value = "default")]
-    init: InitArg,
+    #[arg(
+        long,
+        value_parser = choice_of(&[InitKind::Default, InitKind::Random]),
+        default_value = FitOptions::default().init.kind().name(),
+    )]
+    init: InitKind,
     /// Explicit starting theta, comma-separated (d1 values).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     theta0: Option<Vec<f64>>,
@@ -268,21 +258,21 @@ struct FitArgs {
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     gamma0: Option<Vec<f64>>,
     /// Extra random starts of the newton solver (at most 1,000).
-    #[arg(long, default_value_t = 2, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = FitOptions::default().restarts, allow_hyphen_values = true)]
     restarts: usize,
     /// Covariance: expected (the paper's), observed, robust or cluster.
-    #[arg(long, value_enum, default_value = "expected")]
-    covariance: CovarianceArg,
+    #[arg(long, value_parser = choice::<CovarianceKind>(), default_value = CovarianceKind::default().name())]
+    covariance: CovarianceKind,
     /// Confidence intervals: wald (the paper's; default), bootstrap (parametric, percentile;
     /// small samples), resized (adaptively resized bootstrap; high dimension) or auto (picks by
     /// d1/n and n per parameter, and says what it picked). Seeded by --seed.
-    #[arg(long, value_enum, default_value = "wald")]
-    intervals: IntervalsArg,
+    #[arg(long, value_parser = choice::<IntervalMethod>(), default_value = IntervalOptions::default().method.name())]
+    intervals: IntervalMethod,
     /// Bootstrap refits B (default 400 for bootstrap, 100 for resized; 10..=100000).
     #[arg(long, allow_hyphen_values = true)]
     bootstrap_reps: Option<usize>,
     /// Worker threads (0 = all cores, at most 1,024); results do not depend on it.
-    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = FitOptions::default().threads, allow_hyphen_values = true)]
     threads: usize,
     /// Also write the fit report as JSON here.
     #[arg(long)]
@@ -339,7 +329,7 @@ impl Failure {
 }
 
 /// Standard output, locked and buffered; every write error is returned (Rust ignores SIGPIPE,
-/// so a closed pipe is an `EPIPE` error here, not a signal), and [`Out::finish`] flushes and
+/// so a closed pipe is an `EPIPE` error here, not a signal), and [`Out::flush`] flushes and
 /// checks the last bytes.
 struct Out(std::io::BufWriter<std::io::StdoutLock<'static>>);
 
@@ -348,7 +338,7 @@ impl Out {
         Out(std::io::BufWriter::new(std::io::stdout().lock()))
     }
 
-    /// Writes formatted text (use through [`outln!`]).
+    /// Writes formatted text (use through `outln!`).
     fn write_fmt(&mut self, args: std::fmt::Arguments) -> Result<(), Failure> {
         self.0.write_fmt(args).map_err(Failure::stdout)
     }
@@ -379,7 +369,12 @@ fn main() -> ExitCode {
     let mut out = Out::new();
     let result = match cli.command {
         Command::Fit(args) => run_fit(args, &mut out),
-        Command::Inspect { model, json, wald } => run_inspect(&model, json, wald, &mut out),
+        Command::Inspect {
+            model,
+            json,
+            wald,
+            all_rows,
+        } => run_inspect(&model, json, wald, all_rows, &mut out),
         Command::Score { model, phi, common } => run_score(&model, &phi, &common, &mut out),
         Command::Compare {
             model,
@@ -489,26 +484,24 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
     check_fit_outputs(&args)?;
     let data = training::read_training(&args.data)?;
     let init = match (&args.theta0, &args.gamma0, args.init) {
-        (Some(theta), gamma, InitArg::Default) => Init::Explicit(Params {
+        (Some(theta), gamma, InitKind::Default) => Init::Explicit(Params {
             theta: theta.clone(),
             gamma: gamma.clone().unwrap_or_else(|| vec![0.0; data.d2()]),
         }),
         (None, Some(_), _) => {
             return Err(Error::invalid("gamma0", "--gamma0 needs --theta0").into())
         }
-        (Some(_), _, InitArg::Random) => {
+        (Some(_), _, InitKind::Random) => {
             return Err(
                 Error::invalid("init", "--init random cannot be combined with --theta0").into(),
             )
         }
-        (None, None, InitArg::Default) => Init::Default,
-        (None, None, InitArg::Random) => Init::Random,
+        (None, None, InitKind::Default) => Init::Default,
+        (None, None, InitKind::Random) => Init::Random,
+        (_, _, InitKind::Explicit) => unreachable!("not among --init's values"),
     };
     let options = FitOptions {
-        solver: match args.solver {
-            SolverArg::Newton => SolverKind::Newton,
-            SolverArg::Agd => SolverKind::Agd,
-        },
+        solver: args.solver,
         eta1: args.eta1,
         eta2: args.eta2,
         max_iter: args.max_iter,
@@ -518,19 +511,9 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         restarts: args.restarts,
         threads: args.threads,
     };
-    let kind = match args.covariance {
-        CovarianceArg::Expected => CovarianceKind::Expected,
-        CovarianceArg::Observed => CovarianceKind::Observed,
-        CovarianceArg::Robust => CovarianceKind::Robust,
-        CovarianceArg::Cluster => CovarianceKind::Cluster,
-    };
+    let kind = args.covariance;
     let intervals = IntervalOptions {
-        method: match args.intervals {
-            IntervalsArg::Wald => IntervalMethod::Wald,
-            IntervalsArg::Bootstrap => IntervalMethod::Bootstrap,
-            IntervalsArg::Resized => IntervalMethod::Resized,
-            IntervalsArg::Auto => IntervalMethod::Auto,
-        },
+        method: args.intervals,
         reps: args.bootstrap_reps,
         seed: args.seed,
     };
@@ -561,7 +544,7 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         }
         None => None,
     };
-    print_model(&model, out)?;
+    print_model(&model, args.all_rows, out)?;
     out.flush()?;
     if let Some(f) = report_out {
         f.commit()?;
@@ -701,12 +684,18 @@ fn node(path: &Path) -> Option<(u64, u64)> {
     Some((0, h.finish()))
 }
 
-fn run_inspect(path: &Path, as_json: bool, wald: bool, out: &mut Out) -> Result<(), Failure> {
+fn run_inspect(
+    path: &Path,
+    as_json: bool,
+    wald: bool,
+    all_rows: bool,
+    out: &mut Out,
+) -> Result<(), Failure> {
     let model = load_model(path, wald)?;
     if as_json {
         outln!(out, "{}", pretty(&json::model_report(&model)));
     } else {
-        print_model(&model, out)?;
+        print_model(&model, all_rows, out)?;
     }
     Ok(())
 }
@@ -745,17 +734,12 @@ fn run_score(model: &Path, phi: &Path, common: &CommonArgs, out: &mut Out) -> Re
 fn run_compare(
     model: &Path,
     pairs: &Path,
-    method: MethodArg,
+    method: DiffMethod,
     common: &CommonArgs,
     out: &mut Out,
 ) -> Result<(), Failure> {
     let model = load_model(model, common.wald)?;
     let input = scoring::read_pairs(pairs, model.d1())?;
-    let method = match method {
-        MethodArg::Exact => DiffMethod::Exact,
-        MethodArg::Independent => DiffMethod::Independent,
-        MethodArg::Bound => DiffMethod::Bound,
-    };
     let d1 = input.d1;
     let comparisons = (0..input.rows)
         .map(|i| {
@@ -834,16 +818,12 @@ fn run_compare(
 fn run_select(
     model: &Path,
     candidates: &Path,
-    policy: PolicyArg,
+    policy: Policy,
     common: &CommonArgs,
     out: &mut Out,
 ) -> Result<(), Failure> {
     let model = load_model(model, common.wald)?;
     let input = scoring::read_candidates(candidates, model.d1())?;
-    let policy = match policy {
-        PolicyArg::Bon => Policy::Bon,
-        PolicyArg::Pbon => Policy::Pbon,
-    };
     let choices = scoring::select_groups(&model, &input, common.alpha, policy)?;
     if common.json {
         outln!(
@@ -923,7 +903,7 @@ fn ci_label(alpha: f64) -> String {
     format!("ci{}", (1000.0 * (1.0 - alpha)).round() / 10.0)
 }
 
-fn print_model(model: &RewardModel, out: &mut Out) -> Result<(), Failure> {
+fn print_model(model: &RewardModel, all_rows: bool, out: &mut Out) -> Result<(), Failure> {
     let r = model.report();
     outln!(
         out,
@@ -976,27 +956,7 @@ fn print_model(model: &RewardModel, out: &mut Out) -> Result<(), Failure> {
     if let Some(w) = &d.warning {
         outln!(out, "warning: {w}");
     }
-    outln!(
-        out,
-        "{:<12} {:>12} {:>12} {:>12} {:>12}",
-        "parameter",
-        "estimate",
-        "se",
-        "ci95_lower",
-        "ci95_upper"
-    );
-    let rows = (0..model.d1())
-        .map(|j| (format!("theta[{j}]"), model.theta_interval(j, 0.05)))
-        .chain((0..model.d2()).map(|k| (format!("gamma[{k}]"), model.gamma_interval(k, 0.05))));
-    for (name, ci) in rows {
-        outln!(
-            out,
-            "{name:<12} {:>12.6} {:>12.6} {:>12.6} {:>12.6}",
-            ci.reward,
-            ci.se,
-            ci.lower,
-            ci.upper
-        );
-    }
+    let table = model.coefficients(0.05)?;
+    outln!(out, "{}", table.display(all_rows).to_string().trim_end());
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! The demo: the paper's LLM application (§5.2) end to end, on built-in simulated data.
 //!
-//! What `hetreward demo` runs, as a library function so that tests, benchmarks and bindings can
-//! reuse it and assert on its numbers:
+//! What `hetreward demo` runs, as functions of the program (not of the library: it is a user of
+//! the library's public API) that return every number, so that its tests can assert on them:
 //!
 //! 1. **Simulate** annotators with demographic covariates ([`DEMOGRAPHICS`], one-hot with a
 //!    baseline level per variable, `psi0 = 1`, so an annotator's rationality is
@@ -30,15 +30,15 @@
 //!
 //! Everything is deterministic for a seed (ChaCha8 streams; parallel loops reduce in order).
 
-use crate::calibrate::{self, IntervalMethod, IntervalOptions};
-use crate::data::Dataset;
-use crate::error::{check_alpha, Error, Result};
-use crate::fit::{FitControl, FitOptions};
-use crate::fitted::{RewardInterval, RewardModel};
-use crate::inference::CovarianceKind;
-use crate::model::{dot, sigmoid};
-use crate::select::{self, Comparison, DiffMethod, Policy, Verdict, WinRate};
-use crate::stats::critical_value;
+use hetreward::calibrate::{self, IntervalMethod, IntervalOptions};
+use hetreward::data::Dataset;
+use hetreward::error::{check_alpha, Error, Result};
+use hetreward::fit::{FitControl, FitOptions};
+use hetreward::fitted::{RewardInterval, RewardModel};
+use hetreward::inference::CovarianceKind;
+use hetreward::model::{dot, sigmoid};
+use hetreward::select::{self, Comparison, DiffMethod, Policy, Verdict, WinRate};
+use hetreward::stats::critical_value;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
@@ -610,26 +610,26 @@ fn draw_annotator(rng: &mut ChaCha8Rng) -> Annotator {
     Annotator { psi, sigma }
 }
 
-/// The simulated training set of the demo and the annotators who labelled it.
+/// The simulated training set of the demo and the annotators who labelled it (for the tests:
+/// the program only runs the whole demo).
+#[cfg(test)]
 pub struct DemoData {
     /// Pairwise comparisons (`psi0 = 1`, one-hot psi, cluster = annotator id).
     pub data: Dataset,
     /// Each annotator's covariates (`d2` values) and true rationality.
     pub annotators: Vec<(Vec<f64>, f64)>,
-    /// The gold reward parameter `theta*`.
-    pub theta: Vec<f64>,
 }
 
 /// Simulates the demo's training data (step 1 of the module docs). Deterministic for a seed.
+#[cfg(test)]
 pub fn simulate_training(options: &DemoOptions) -> Result<DemoData> {
     options.check()?;
-    let mut rng = crate::sim::rng(options.seed);
+    let mut rng = hetreward::sim::rng(options.seed);
     let world = World::new(options.d1, &mut rng);
     let (data, annotators) = training_data(&world, options, &mut rng)?;
     Ok(DemoData {
         data,
         annotators: annotators.into_iter().map(|a| (a.psi, a.sigma)).collect(),
-        theta: world.theta,
     })
 }
 
@@ -671,7 +671,7 @@ fn training_data(
 pub fn run(options: &DemoOptions, control: &FitControl) -> Result<DemoReport> {
     options.check()?;
     let t0 = Instant::now();
-    let mut rng = crate::sim::rng(options.seed);
+    let mut rng = hetreward::sim::rng(options.seed);
     let world = World::new(options.d1, &mut rng);
     let (data, annotators) = training_data(&world, options, &mut rng)?;
     let simulate = t0.elapsed().as_secs_f64();
@@ -727,7 +727,7 @@ fn calibrated_report(
         seed: options.seed,
     };
     let wald_warning = model.diagnostics().warning;
-    let calibrated = crate::parallel::run_in_pool(options.threads, || {
+    let calibrated = hetreward::parallel::run_in_pool(options.threads, || {
         let cal = calibrate::calibrate(data, model, &intervals, 1e-8, control.cancel)?;
         model.clone().with_calibration(cal)
     })??;
@@ -746,7 +746,7 @@ fn calibrated_report(
         }
     }
     // Three answers from a stream of their own (the other reports' draws are unchanged).
-    let mut rng = crate::sim::rng(options.seed ^ 0xD0D0);
+    let mut rng = hetreward::sim::rng(options.seed ^ 0xD0D0);
     for i in 0..3 {
         let prompt = world.prompt(&mut rng);
         let a = world.answer(&prompt, options.drift, &mut rng);
@@ -794,7 +794,7 @@ fn rationality_report(
                 variable: var.name,
                 level: l.label,
                 truth: l.gamma,
-                coef: interval(model.gamma()[k], model.gamma_se()[k], q),
+                coef: model.gamma_interval(k, alpha),
                 sigma: interval(sigma, sigma_se, q),
             });
             k += 1;
@@ -966,7 +966,7 @@ fn bon_study(
         }
         Ok(PromptOutcome { per_size })
     };
-    let outcomes: Vec<PromptOutcome> = crate::parallel::run_in_pool(options.threads, || {
+    let outcomes: Vec<PromptOutcome> = hetreward::parallel::run_in_pool(options.threads, || {
         sets.par_iter().map(outcome).collect::<Result<Vec<_>>>()
     })??;
     let m = options.bon_prompts as f64;

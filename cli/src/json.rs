@@ -3,9 +3,9 @@
 //!
 //! Non-finite numbers (none are expected) become `null`, as JSON has no NaN.
 
-use crate::fitted::{RewardInterval, RewardModel};
-use crate::io::scoring::GroupChoice;
-use crate::select::{Comparison, DiffMethod, Policy, WinRate};
+use hetreward::fitted::{RewardInterval, RewardModel};
+use hetreward::io::scoring::GroupChoice;
+use hetreward::select::{Comparison, DiffMethod, Policy, WinRate};
 use serde_json::{json, Value};
 
 /// The REPORT.json / `inspect --json` document: n, d1, d2, theta, gamma, theta_se, gamma_se,
@@ -47,7 +47,7 @@ pub fn model_report(model: &RewardModel) -> Value {
         "starts": r.starts,
         "total_iterations": r.total_iterations,
         "tol": r.tol,
-        "hetreward_version": crate::VERSION,
+        "hetreward_version": hetreward::VERSION,
     })
 }
 
