@@ -299,9 +299,12 @@ struct Driver<'a, 'c> {
 }
 
 impl Driver<'_, '_> {
+    /// One round: the oracle's merged answer, checked to answer `request` over every row.
     fn ask(&mut self, request: &Request) -> Result<ShardStats> {
         self.rounds.total += 1;
-        self.oracle.compute(request)
+        let stats = self.oracle.compute(request)?;
+        stats.check_answers(request, self.n as u64)?;
+        Ok(stats)
     }
 
     /// One round: the mean NLL and gradient at `params`; with `matrices`, also the expected
