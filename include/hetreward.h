@@ -1294,7 +1294,8 @@ hetreward_status hetreward_shard_stats_compute_request(const struct hetreward_da
  * The distributed fit runs the Newton solver from the default or an explicit start, with
  * Wald intervals (params.restarts and params.threads are not used: the workers own the
  * passes). The fit asks 1 round per point tried and, above 256 parameters, 1 per conjugate
- * gradient iteration, plus 1 for the covariance (docs/distributed.md).
+ * gradient iteration, plus 1 for the covariance, which fetches only the matrices of the
+ * fitter's covariance kind (docs/distributed.md).
  *
  * Returns HETREWARD_NULL_POINTER (fitter, summaries, oracle, out_model),
  * HETREWARD_INVALID_ARGUMENT (n_shards = 0, a damaged summary, the agd solver, a random start,
