@@ -45,8 +45,8 @@ def request(d1, d2, sections, vectors=()):
     return raw + struct.pack("<I", zlib.crc32(raw))
 
 
-def kind_of(r):
-    if "meat" in r.what:
+def kind_of(r, last):
+    if r.index == last:
         return "covariance"
     if "products" in r.what:
         return "product"
@@ -163,7 +163,7 @@ def main():
                     model, info = hd.fit(eng, hr.Fitter(covariance="cluster", tol=1e-10))
                 by = {}
                 for r in info.rounds:
-                    k = by.setdefault(kind_of(r), {"rounds": 0, "bytes": 0, "seconds": []})
+                    k = by.setdefault(kind_of(r, info.total), {"rounds": 0, "bytes": 0, "seconds": []})
                     k["rounds"] += 1
                     k["bytes"] = max(k["bytes"], r.largest_answer)
                     k["seconds"].append(r.seconds)
