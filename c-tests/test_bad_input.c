@@ -1397,6 +1397,129 @@ static void check_docs(const char *rendered) {
     exit(1);
 }
 
+/* ---- distributed fits: shard summaries, requests, the driver loop ---------------------- */
+
+/* One shard (the whole training set): every request answered, or a failure on demand. */
+static int bad_oracle_fail;
+static int bad_oracle(const uint8_t *request, size_t request_len, hetreward_shard_stats **out,
+                      void *user_data) {
+    (void)user_data;
+    if (bad_oracle_fail) return 42;
+    return (int)hetreward_shard_stats_compute_request(dataset, request, request_len, 1, out);
+}
+
+/* The bytes of the driver's first request (captured by an oracle that then stops the fit). */
+static uint8_t first_request[4096];
+static size_t first_request_len;
+static int capture_oracle(const uint8_t *request, size_t request_len, hetreward_shard_stats **out,
+                          void *user_data) {
+    (void)out;
+    (void)user_data;
+    CHECK(request_len <= sizeof first_request);
+    memcpy(first_request, request, request_len);
+    first_request_len = request_len;
+    return 1;
+}
+
+static void distributed_cases(void) {
+    hetreward_shard_summary sum[2], bad[2];
+    hetreward_shard_stats *const STATS_SENTINEL = (hetreward_shard_stats *)(uintptr_t)0x5EED;
+    hetreward_shard_stats *s = STATS_SENTINEL;
+    hetreward_fitter *agd = NULL;
+    hetreward_fit_params p = hetreward_fit_default_params();
+    uint8_t damaged[4096];
+
+    function_header("hetreward_shard_summary_of");
+    CASE("shard", "NULL", HETREWARD_NULL_POINTER, "`dataset`",
+         hetreward_shard_summary_of(NULL, &sum[0]));
+    CASE("out_summary", "NULL", HETREWARD_NULL_POINTER, "`out_summary`",
+         hetreward_shard_summary_of(dataset, NULL));
+    CHECK_OK(hetreward_shard_summary_of(dataset, &sum[0]));
+    sum[1] = sum[0];
+
+    function_header("hetreward_fit_distributed");
+    CASE("fitter", "NULL", HETREWARD_NULL_POINTER, "`fitter`",
+         hetreward_fit_distributed(NULL, sum, 1, bad_oracle, NULL, &out_model, NULL));
+    CASE("summaries", "NULL", HETREWARD_NULL_POINTER, "`summaries`",
+         hetreward_fit_distributed(fitter, NULL, 1, bad_oracle, NULL, &out_model, NULL));
+    CASE("n_shards", "0", HETREWARD_INVALID_ARGUMENT, "`shards`" SEP "no shards",
+         hetreward_fit_distributed(fitter, sum, 0, bad_oracle, NULL, &out_model, NULL));
+    CASE("oracle", "NULL", HETREWARD_NULL_POINTER, "`oracle`",
+         hetreward_fit_distributed(fitter, sum, 1, NULL, NULL, &out_model, NULL));
+    CASE("out_model", "NULL", HETREWARD_NULL_POINTER, "`out_model`",
+         hetreward_fit_distributed(fitter, sum, 1, bad_oracle, NULL, NULL, NULL));
+    memcpy(bad, sum, sizeof bad);
+    bad[1].d1 = D1 + 1;
+    CASE("summaries", "shard 1's d1 changed (its checksum no longer matches)",
+         HETREWARD_INVALID_ARGUMENT, "`shard 1`" SEP "damaged summary",
+         hetreward_fit_distributed(fitter, bad, 2, bad_oracle, NULL, &out_model, NULL));
+    memcpy(bad, sum, sizeof bad);
+    bad[1].clustered = false;
+    bad[1].schema = 0;
+    CASE("summaries", "shard 1's checksum does not match its fields", HETREWARD_INVALID_ARGUMENT,
+         "`shard 1`" SEP "damaged summary",
+         hetreward_fit_distributed(fitter, bad, 2, bad_oracle, NULL, &out_model, NULL));
+    CASE("summaries", "two summaries for one shard's rows (the answers cover half the rows)",
+         HETREWARD_DIMENSION_MISMATCH, "`answer`" SEP "over 400 rows" SEP "over 200 rows",
+         hetreward_fit_distributed(fitter, sum, 2, bad_oracle, NULL, &out_model, NULL));
+    bad_oracle_fail = 1;
+    CASE("oracle", "returns 42 in the first round", HETREWARD_CANCELLED,
+         "the oracle returned 42 (HETREWARD_UNKNOWN_STATUS) in round 1",
+         hetreward_fit_distributed(fitter, sum, 1, bad_oracle, NULL, &out_model, NULL));
+    bad_oracle_fail = 0;
+    p.solver = HETREWARD_SOLVER_AGD;
+    CHECK_OK(hetreward_fitter_new(&p, &agd));
+    CASE("fitter", "the agd solver", HETREWARD_INVALID_ARGUMENT, "`solver`" SEP "newton solver only",
+         hetreward_fit_distributed(agd, sum, 1, bad_oracle, NULL, &out_model, NULL));
+    hetreward_fitter_free(agd);
+    p = hetreward_fit_default_params();
+    p.init = HETREWARD_INIT_RANDOM;
+    CHECK_OK(hetreward_fitter_new(&p, &agd));
+    CASE("fitter", "a random start", HETREWARD_INVALID_ARGUMENT, "`init`" SEP "random starts",
+         hetreward_fit_distributed(agd, sum, 1, bad_oracle, NULL, &out_model, NULL));
+    hetreward_fitter_free(agd);
+    p = hetreward_fit_default_params();
+    p.intervals = HETREWARD_INTERVALS_BOOTSTRAP;
+    CHECK_OK(hetreward_fitter_new(&p, &agd));
+    CASE("fitter", "bootstrap intervals", HETREWARD_INVALID_ARGUMENT,
+         "`params.intervals`" SEP "Wald intervals only",
+         hetreward_fit_distributed(agd, sum, 1, bad_oracle, NULL, &out_model, NULL));
+    hetreward_fitter_free(agd);
+    CASE("oracle", "answers every round (one shard)", HETREWARD_OK, "",
+         hetreward_fit_distributed(fitter, sum, 1, bad_oracle, NULL, &out_model, NULL));
+    hetreward_model_free(out_model);
+    reset_outputs();
+
+    /* A real request to damage: the driver's first. */
+    CHECK(hetreward_fit_distributed(fitter, sum, 1, capture_oracle, NULL, &out_model, NULL) ==
+          HETREWARD_CANCELLED);
+    CHECK(first_request_len > 0);
+    reset_outputs();
+    function_header("hetreward_shard_stats_compute_request");
+    CASE("request", "NULL", HETREWARD_NULL_POINTER, "`request`",
+         hetreward_shard_stats_compute_request(dataset, NULL, first_request_len, 1, &s));
+    CASE("shard", "NULL", HETREWARD_NULL_POINTER, "`dataset`",
+         hetreward_shard_stats_compute_request(NULL, first_request, first_request_len, 1, &s));
+    CASE("out_stats", "NULL", HETREWARD_NULL_POINTER, "`out_stats`",
+         hetreward_shard_stats_compute_request(dataset, first_request, first_request_len, 1,
+                                               NULL));
+    CASE("request_len", "5 bytes", HETREWARD_BAD_FORMAT, "<shard request>" SEP "shorter",
+         hetreward_shard_stats_compute_request(dataset, first_request, 5, 1, &s));
+    memcpy(damaged, first_request, first_request_len);
+    damaged[first_request_len / 2] ^= 0x10;
+    CASE("request", "one bit flipped", HETREWARD_BAD_FORMAT, "checksum mismatch",
+         hetreward_shard_stats_compute_request(dataset, damaged, first_request_len, 1, &s));
+    memcpy(damaged, first_request, first_request_len);
+    damaged[0] = 'X';
+    CASE("request", "shard statistics' or other bytes (bad magic)", HETREWARD_BAD_FORMAT,
+         "not a shard request",
+         hetreward_shard_stats_compute_request(dataset, damaged, first_request_len, 1, &s));
+    CASE("threads", "100000", HETREWARD_INVALID_ARGUMENT, "`threads`",
+         hetreward_shard_stats_compute_request(dataset, first_request, first_request_len, 100000,
+                                               &s));
+    CHECK(s == STATS_SENTINEL);
+}
+
 int main(void) {
     hetreward_model *other;
     test_data small;
@@ -1437,6 +1560,7 @@ int main(void) {
     model_scoring_cases(other);
     model_file_cases();
     host_safety_cases();
+    distributed_cases();
     buffers = exhaustive_buffer_damage();
     check_model_and_dataset();
     check_fit_again();

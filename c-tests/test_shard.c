@@ -1,6 +1,9 @@
 /* test_shard: shard statistics through the C API — computed per shard, moved as bytes, merged
  * in shard order, equal to the whole dataset's sums; damaged bytes, mismatched merges and bad
- * requests fail with their status and leave handles and outputs as they were. */
+ * requests fail with their status and leave handles and outputs as they were. Then the driver
+ * loop: hetreward_fit_distributed over 8 shards answered by an oracle written in C gives
+ * hetreward_fitter_fit()'s model (every covariance kind), whatever the shard order; an oracle
+ * that fails cancels the fit cleanly. */
 #include "common.h"
 
 #include <stdint.h>
@@ -36,6 +39,142 @@ static hetreward_shard_stats *through_bytes(hetreward_shard_stats *s) {
 
 static void value(const hetreward_shard_stats *s, uint64_t *n, double *nll, double *grad) {
     CHECK_OK(hetreward_shard_stats_value(s, n, nll, grad, P));
+}
+
+/* ---- The driver loop: hetreward_fit_distributed over an oracle written in C. ---- */
+
+#define DRIVER_SHARDS 8
+
+/* The oracle's state: the shards, how many rounds it answered, and ways to misbehave. */
+typedef struct oracle_state {
+    hetreward_dataset *shard[DRIVER_SHARDS];
+    size_t rounds;
+    size_t fail_at;    /* return this round's number as an error (0: never) */
+    int skip_last;     /* merge all shards but the last (a lost shard) */
+    int no_answer;     /* return 0 without an answer */
+    int reverse;       /* merge in reverse shard order */
+} oracle_state;
+
+/* Every shard answers the request; the answers travel as bytes and merge in shard order. */
+static int oracle(const uint8_t *request, size_t request_len, hetreward_shard_stats **out_answer,
+                  void *user_data) {
+    oracle_state *st = (oracle_state *)user_data;
+    hetreward_shard_stats *total = NULL;
+    size_t k, count = st->skip_last ? DRIVER_SHARDS - 1 : DRIVER_SHARDS;
+    st->rounds++;
+    if (st->no_answer) return 0;
+    for (k = 0; k < count; k++) {
+        size_t shard = st->reverse ? DRIVER_SHARDS - 1 - k : k;
+        hetreward_shard_stats *sk = NULL;
+        if (hetreward_shard_stats_compute_request(st->shard[shard], request, request_len, 1,
+                                                  &sk) != HETREWARD_OK) {
+            hetreward_shard_stats_free(total);
+            return 99;
+        }
+        sk = through_bytes(sk);
+        if (total == NULL) {
+            total = sk;
+        } else {
+            CHECK_OK(hetreward_shard_stats_merge(total, sk));
+            hetreward_shard_stats_free(sk);
+        }
+    }
+    /* On a failing round the answer is handed over too: the library frees it. */
+    *out_answer = total;
+    if (st->fail_at == st->rounds) return (int)st->rounds;
+    return 0;
+}
+
+static void read_model(const hetreward_model *m, double *est, double *se) {
+    CHECK_OK(hetreward_model_theta(m, est, D1));
+    CHECK_OK(hetreward_model_gamma(m, est + D1, D2));
+    CHECK_OK(hetreward_model_theta_se(m, se, D1));
+    CHECK_OK(hetreward_model_gamma_se(m, se + D1, D2));
+}
+
+static void test_driver(const test_data *d) {
+    hetreward_dataset *whole = make_dataset(d);
+    oracle_state st;
+    hetreward_shard_summary sum[DRIVER_SHARDS];
+    hetreward_fit_params params = hetreward_fit_default_params();
+    hetreward_model *const MODEL_SENTINEL = (hetreward_model *)(uintptr_t)0x5EED;
+    hetreward_model *m = MODEL_SENTINEL;
+    hetreward_distributed_rounds rounds;
+    hetreward_fitter *fitter = NULL;
+    uint32_t kind;
+    size_t k, j;
+
+    memset(&st, 0, sizeof st);
+    for (k = 0; k < DRIVER_SHARDS; k++) {
+        st.shard[k] = rows(d, k * d->n / DRIVER_SHARDS, (k + 1) * d->n / DRIVER_SHARDS);
+        CHECK_OK(hetreward_shard_summary_of(st.shard[k], &sum[k]));
+        CHECK(sum[k].d1 == D1 && sum[k].d2 == D2 && sum[k].clustered);
+    }
+    params.tol = 1e-13;
+
+    /* Every covariance kind: the same model as hetreward_fitter_fit() on the whole data. */
+    for (kind = HETREWARD_COVARIANCE_EXPECTED; kind <= HETREWARD_COVARIANCE_CLUSTER; kind++) {
+        hetreward_model *single = NULL, *dist = NULL, *rev = NULL;
+        hetreward_fit_report rs, rd;
+        double e1[P], s1[P], e2[P], s2[P], e3[P], s3[P];
+        params.covariance = kind;
+        CHECK_OK(hetreward_fitter_new(&params, &fitter));
+        CHECK_OK(hetreward_fitter_fit(fitter, whole, &single));
+        st.rounds = 0;
+        memset(&rounds, 0, sizeof rounds);
+        CHECK_OK(hetreward_fit_distributed(fitter, sum, DRIVER_SHARDS, oracle, &st, &dist,
+                                           &rounds));
+        CHECK(rounds.total == st.rounds && rounds.covariance == 1);
+        CHECK(rounds.total == rounds.points + rounds.products + rounds.preconditioner + 1);
+        st.reverse = 1;
+        CHECK_OK(hetreward_fit_distributed(fitter, sum, DRIVER_SHARDS, oracle, &st, &rev, NULL));
+        st.reverse = 0;
+        CHECK_OK(hetreward_model_report(single, &rs));
+        CHECK_OK(hetreward_model_report(dist, &rd));
+        CHECK(rs.converged && rd.converged && rd.covariance == kind && rd.starts == 1);
+        CHECK(hetreward_model_n(dist) == d->n);
+        CHECK(fabs(rs.neg_loglik - rd.neg_loglik) <= 1e-13);
+        read_model(single, e1, s1);
+        read_model(dist, e2, s2);
+        read_model(rev, e3, s3);
+        for (j = 0; j < P; j++) {
+            CHECK(close_to(e2[j], e1[j], 1e-10) && close_to(s2[j], s1[j], 1e-10));
+            /* Shard order changes nothing beyond rounding. */
+            CHECK(close_to(e3[j], e2[j], 1e-12) && close_to(s3[j], s2[j], 1e-12));
+        }
+        hetreward_model_free(single);
+        hetreward_model_free(dist);
+        hetreward_model_free(rev);
+        hetreward_fitter_free(fitter);
+    }
+    printf("test_shard: driver fit over %d shards = one process, %llu rounds\n", DRIVER_SHARDS,
+           (unsigned long long)rounds.total);
+
+    /* An oracle that fails in round 3 cancels the fit: nothing written, nothing leaked. */
+    CHECK_OK(hetreward_fitter_new(&params, &fitter));
+    st.rounds = 0;
+    st.fail_at = 3;
+    CHECK_ERR(hetreward_fit_distributed(fitter, sum, DRIVER_SHARDS, oracle, &st, &m, &rounds),
+              HETREWARD_CANCELLED, "the oracle returned 3 (HETREWARD_DIMENSION_MISMATCH) in round 3");
+    CHECK(st.rounds == 3 && m == MODEL_SENTINEL);
+    st.fail_at = 0;
+    /* A lost shard, an oracle that answers nothing. */
+    st.skip_last = 1;
+    CHECK_ERR(hetreward_fit_distributed(fitter, sum, DRIVER_SHARDS, oracle, &st, &m, NULL),
+              HETREWARD_DIMENSION_MISMATCH, "`answer`");
+    st.skip_last = 0;
+    st.no_answer = 1;
+    CHECK_ERR(hetreward_fit_distributed(fitter, sum, DRIVER_SHARDS, oracle, &st, &m, NULL),
+              HETREWARD_INVALID_ARGUMENT, "without storing an answer");
+    st.no_answer = 0;
+    CHECK(m == MODEL_SENTINEL);
+    /* The fitter is unharmed by the failures. */
+    CHECK_OK(hetreward_fit_distributed(fitter, sum, DRIVER_SHARDS, oracle, &st, &m, NULL));
+    hetreward_model_free(m);
+    hetreward_fitter_free(fitter);
+
+    for (k = 0; k < DRIVER_SHARDS; k++) hetreward_dataset_free(st.shard[k]);
+    hetreward_dataset_free(whole);
 }
 
 int main(void) {
@@ -172,6 +311,7 @@ int main(void) {
     hetreward_shard_stats_free(ref);
     for (k = 0; k < SHARDS; k++) hetreward_dataset_free(part[k]);
     hetreward_dataset_free(whole);
+    test_driver(&d);
     free_data(&d);
     printf("test_shard: ok\n");
     return 0;

@@ -574,6 +574,79 @@ typedef struct hetreward_candidate {
 typedef uint32_t hetreward_shard_sections;
 
 /**
+ * The first pass over a shard (hetreward_shard_summary_of()): what must agree across shards
+ * before they are fitted together. Treat as a value to pass back to
+ * hetreward_fit_distributed(); `schema` checks the other fields.
+ */
+typedef struct hetreward_shard_summary {
+    /**
+     * Rows (comparisons) in the shard.
+     */
+    uint64_t n;
+    /**
+     * Reward dimension d1.
+     */
+    uint64_t d1;
+    /**
+     * Covariate dimension d2.
+     */
+    uint64_t d2;
+    /**
+     * Whether the shard has cluster (annotator) ids.
+     */
+    bool clustered;
+    /**
+     * CRC-32 of the schema (format version, d1, d2, clustered).
+     */
+    uint32_t schema;
+} hetreward_shard_summary;
+
+/**
+ * The oracle of hetreward_fit_distributed(): answers one round.
+ *
+ * `request` holds `request_len` bytes (valid during the call only) to hand unchanged to every
+ * shard's hetreward_shard_stats_compute_request(). The callback merges every shard's answer
+ * **in shard order** (hetreward_shard_stats_merge(), after hetreward_shard_stats_from_bytes()
+ * where they travelled as bytes) and stores the merged statistics in `*out_answer`.
+ *
+ * Whatever the callback stores in `*out_answer` (initially NULL) belongs to the library from
+ * then on, whatever it returns: the library frees it. Return 0 to continue; any other value
+ * stops the fit, which then fails with HETREWARD_CANCELLED and a message naming the value and
+ * the round. Called on the thread that called hetreward_fit_distributed(), one round at a
+ * time; it must not unwind (C++ exceptions, Rust panics) into the library.
+ */
+typedef int (*hetreward_shard_oracle)(const uint8_t *request,
+                                      size_t request_len,
+                                      struct hetreward_shard_stats **out_answer,
+                                      void *user_data);
+
+/**
+ * Rounds a distributed fit asked of its oracle, by kind (the summaries are not a round).
+ */
+typedef struct hetreward_distributed_rounds {
+    /**
+     * Every oracle call.
+     */
+    uint64_t total;
+    /**
+     * Points evaluated (value and gradient; with the curvature matrices when d1 + d2 <= 256).
+     */
+    uint64_t points;
+    /**
+     * Hessian-vector product rounds (conjugate gradients, d1 + d2 > 256).
+     */
+    uint64_t products;
+    /**
+     * Preconditioner rounds (the packed expected information, conjugate gradients).
+     */
+    uint64_t preconditioner;
+    /**
+     * The covariance round (1).
+     */
+    uint64_t covariance;
+} hetreward_distributed_rounds;
+
+/**
  * Damped Newton / Fisher scoring with line search and multi-start (the default; fast).
  */
 #define HETREWARD_SOLVER_NEWTON 0
@@ -1267,6 +1340,69 @@ hetreward_status hetreward_shard_stats_value(const struct hetreward_shard_stats 
  * Frees statistics. NULL is a no-op.
  */
 void hetreward_shard_stats_free(struct hetreward_shard_stats *stats);
+
+/**
+ * The summary of a shard, for hetreward_fit_distributed(): its row count, dimensions,
+ * whether it has cluster ids and a checksum of that schema. Written to `*out_summary`.
+ * Returns HETREWARD_NULL_POINTER.
+ */
+hetreward_status hetreward_shard_summary_of(const struct hetreward_dataset *shard,
+                                            struct hetreward_shard_summary *out_summary);
+
+/**
+ * Computes a shard's answer to a request of hetreward_fit_distributed()'s oracle
+ * (`request_len` bytes at `request`, as given to the oracle), with `threads` worker threads
+ * (0 = all cores; an engine running one task per core passes 1; results do not depend on it).
+ * On success `*out_stats` receives new statistics, to be freed with
+ * hetreward_shard_stats_free() (or handed back to the library by the oracle).
+ *
+ * Returns HETREWARD_NULL_POINTER, HETREWARD_BAD_FORMAT (not a request, damaged, another
+ * version: the message says which), HETREWARD_DIMENSION_MISMATCH (the request's d1 or d2 is
+ * not the shard's), HETREWARD_NON_FINITE, HETREWARD_INVALID_ARGUMENT (cluster sums on a shard
+ * without cluster ids, threads above 1024).
+ */
+hetreward_status hetreward_shard_stats_compute_request(const struct hetreward_dataset *shard,
+                                                       const uint8_t *request,
+                                                       size_t request_len,
+                                                       size_t threads,
+                                                       struct hetreward_shard_stats **out_stats);
+
+/**
+ * Fits the model over shards held by the caller's workers, with `fitter`'s settings
+ * (hetreward_fitter_new(): tolerance, iteration cap, covariance kind, require_converged, the
+ * progress callback; hetreward_fitter_cancel() stops it): the same estimator, diagnostics and
+ * covariance as hetreward_fitter_fit() on the concatenated shards, to rounding.
+ *
+ * * `summaries`: `n_shards` shard summaries (hetreward_shard_summary_of() on each shard, in
+ *   shard order); a shard whose dimensions or cluster flag differ from shard 0's fails here,
+ *   before any round;
+ * * `oracle`, `oracle_user_data`: answers every round (see hetreward_shard_oracle);
+ * * `*out_model` receives the model on success (hetreward_model_free());
+ * * `out_rounds`: NULL, or where to write the rounds the fit asked for (written on success).
+ *
+ * The distributed fit runs the Newton solver from the default or an explicit start, with
+ * Wald intervals (params.restarts and params.threads are not used: the workers own the
+ * passes). The fit asks 1 round per point tried and, above 256 parameters, 1 per conjugate
+ * gradient iteration, plus 1 for the covariance, which fetches only the matrices of the
+ * fitter's covariance kind (docs/distributed.md).
+ *
+ * Returns HETREWARD_NULL_POINTER (fitter, summaries, oracle, out_model),
+ * HETREWARD_INVALID_ARGUMENT (n_shards = 0, a damaged summary, the agd solver, a random start,
+ * intervals other than Wald, the cluster covariance without cluster ids, an oracle that
+ * returned 0 without an answer), HETREWARD_DIMENSION_MISMATCH (shards that disagree, an answer
+ * that does not answer its request or covers another number of rows),
+ * HETREWARD_CANCELLED (the oracle returned non-zero — the message names the value and the
+ * round —, the progress callback or hetreward_fitter_cancel()), and the statuses of
+ * hetreward_fitter_fit() (HETREWARD_SINGULAR_INFORMATION, HETREWARD_NOT_CONVERGED).
+ * On failure nothing is written and no handle given back by the oracle leaks.
+ */
+hetreward_status hetreward_fit_distributed(const struct hetreward_fitter *fitter,
+                                           const struct hetreward_shard_summary *summaries,
+                                           size_t n_shards,
+                                           hetreward_shard_oracle oracle,
+                                           void *oracle_user_data,
+                                           struct hetreward_model **out_model,
+                                           struct hetreward_distributed_rounds *out_rounds);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -287,19 +287,30 @@ impl hetreward_fitter {
 
     /// Fits `data` with these options; the cancel flag is cleared when the fit ends.
     fn fit(&self, data: &Dataset) -> Result<RewardModel> {
+        self.run(|options, covariance, intervals, control| {
+            RewardModel::estimate_with(data, options, covariance, intervals, control)
+        })
+    }
+
+    /// Runs `estimate` with the fitter's settings, progress callback and cancel flag, then
+    /// applies `require_converged`: the frame of every fit a fitter drives
+    /// (hetreward_fitter_fit(), hetreward_fit_distributed()).
+    pub(super) fn run(
+        &self,
+        estimate: impl FnOnce(
+            &FitOptions,
+            CovarianceKind,
+            &IntervalOptions,
+            &FitControl,
+        ) -> Result<RewardModel>,
+    ) -> Result<RewardModel> {
         let hook = self.progress.as_ref();
         let observe = |p: &Progress| hook.is_none_or(|h| h.call(p));
         let control = FitControl {
             progress: hook.map(|_| &observe as &(dyn Fn(&Progress) -> bool + Sync)),
             cancel: Some(&self.cancel),
         };
-        let result = RewardModel::estimate_with(
-            data,
-            &self.options,
-            self.covariance,
-            &self.intervals,
-            &control,
-        );
+        let result = estimate(&self.options, self.covariance, &self.intervals, &control);
         self.cancel.store(false, Ordering::SeqCst);
         let model = result?;
         let r = model.report();

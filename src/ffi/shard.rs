@@ -36,7 +36,7 @@ pub const HETREWARD_SHARD_CLUSTERS: hetreward_shard_sections = 64;
 /// argument (exclusive use); every other function takes it const.
 #[allow(non_camel_case_types)]
 pub struct hetreward_shard_stats {
-    inner: ShardStats,
+    pub(super) inner: ShardStats,
 }
 
 /// The request that `sections` and the vectors describe.

@@ -67,7 +67,7 @@ thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
-fn set_last_error(message: &str) {
+pub(crate) fn set_last_error(message: &str) {
     let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
     // During thread teardown the slot may be gone; there is then nobody left to read it.
     let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = message);

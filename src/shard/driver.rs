@@ -14,9 +14,11 @@
 //!   Hessian-vector product (each CG iteration), plus one round per phase for the packed
 //!   expected information that preconditions CG — the Fisher blocks move twice per fit, not
 //!   every iteration;
-//! * the covariance: 1 round (expected information, observed Hessian, score outer products and
-//!   per-cluster score sums at the estimate), after which every covariance kind is formed on
-//!   the driver ([`DistributedFit::model`]).
+//! * the covariance: 1 round at the estimate, fetching only what the requested covariance kind
+//!   needs (expected: the expected information; observed: the observed Hessian; robust: that
+//!   and the score outer products; cluster: that and the per-cluster score sums) — or all of
+//!   them, after which every kind is formed on the driver ([`DistributedFit::model`]). At
+//!   d1 = 4096 each packed block is 67 MB per shard and the largest pass of the fit.
 //!
 //! Unlike [`crate::fit::fit`], the driver runs the default start only (no random restarts:
 //! each would cost a full fit of rounds); `Init::Random` and the agd solver are refused, and
@@ -126,13 +128,14 @@ pub struct DistributedFit {
     pub rounds: Rounds,
     /// Rows over all shards.
     pub n: usize,
-    /// Mean expected information at the estimate.
-    pub expected: DMatrix<f64>,
-    /// Mean observed Hessian at the estimate.
-    pub observed: DMatrix<f64>,
-    /// Mean per-sample score outer product (robust meat).
-    pub meat: DMatrix<f64>,
-    /// Mean per-cluster score outer product (cluster meat), when the shards have cluster ids.
+    /// Mean expected information at the estimate (when gathered).
+    pub expected: Option<DMatrix<f64>>,
+    /// Mean observed Hessian at the estimate (when gathered).
+    pub observed: Option<DMatrix<f64>>,
+    /// Mean per-sample score outer product (robust meat; when gathered).
+    pub meat: Option<DMatrix<f64>>,
+    /// Mean per-cluster score outer product (cluster meat; when gathered, which needs cluster
+    /// ids in the shards).
     pub cluster_meat: Option<DMatrix<f64>>,
 }
 
@@ -140,23 +143,30 @@ impl DistributedFit {
     /// The model with the `kind` covariance, built on the driver from the gathered matrices:
     /// equal (to rounding) to [`RewardModel::from_estimate`] on the concatenated shards.
     ///
-    /// Errors: [`Error::InvalidArgument`] for `cluster` when the shards have no cluster ids;
+    /// Errors: [`Error::InvalidArgument`] for a kind whose matrices the fit did not gather
+    /// (`cluster` without cluster ids, or a fit asked for another kind only);
     /// [`Error::SingularInformation`] as [`RewardModel::from_estimate`].
     pub fn model(&self, kind: CovarianceKind) -> Result<RewardModel> {
         let d1 = self.fit.params.theta.len();
+        let gathered = |m: &Option<DMatrix<f64>>| {
+            m.clone().ok_or_else(|| {
+                Error::invalid(
+                    "covariance",
+                    format!(
+                        "the distributed fit did not gather the matrices of the `{}` covariance",
+                        kind.name()
+                    ),
+                )
+            })
+        };
         let (curvature, meat) = match kind {
-            CovarianceKind::Expected => (self.expected.clone(), None),
-            CovarianceKind::Observed => (self.observed.clone(), None),
-            CovarianceKind::Robust => (self.observed.clone(), Some(self.meat.clone())),
-            CovarianceKind::Cluster => match &self.cluster_meat {
-                Some(m) => (self.observed.clone(), Some(m.clone())),
-                None => {
-                    return Err(Error::invalid(
-                        "covariance",
-                        "`cluster` covariance needs cluster ids in the data",
-                    ))
-                }
-            },
+            CovarianceKind::Expected => (gathered(&self.expected)?, None),
+            CovarianceKind::Observed => (gathered(&self.observed)?, None),
+            CovarianceKind::Robust => (gathered(&self.observed)?, Some(gathered(&self.meat)?)),
+            CovarianceKind::Cluster => (
+                gathered(&self.observed)?,
+                Some(gathered(&self.cluster_meat)?),
+            ),
         };
         let f = factors_from_matrices(kind, curvature, meat, self.n, d1)?;
         RewardModel::from_parts(
@@ -171,22 +181,31 @@ impl DistributedFit {
 }
 
 /// Fits over the oracle's shards with `options` (Newton only; see the module docs) and
-/// gathers the covariance matrices. `variant` picks the linear-system strategy as
+/// gathers the matrices of the `covariance` kind (`None`: of every kind the shards support).
+/// `variant` picks the linear-system strategy as
 /// [`crate::fit::Tuning::newton`] does (`Auto`: dense up to [`DENSE_NEWTON_MAX_PARAMS`]
 /// parameters). `control` is checked before every iteration.
 ///
-/// Errors: the oracle's (mismatched shards, format errors...), invalid options,
+/// Errors: the oracle's (mismatched shards, format errors...), invalid options, the
+/// `cluster` covariance on shards without cluster ids (before any round),
 /// [`Error::Cancelled`]. A fit that does not converge is not an error (see its report).
 pub fn fit_distributed(
     oracle: &mut dyn Oracle,
     options: &FitOptions,
     variant: NewtonVariant,
     control: &FitControl,
+    covariance: Option<CovarianceKind>,
 ) -> Result<DistributedFit> {
     let started = Instant::now();
     let summary = oracle.summary()?;
     let (d1, d2) = (summary.d1 as usize, summary.d2 as usize);
     options.check(d1, d2)?;
+    if covariance == Some(CovarianceKind::Cluster) && !summary.clustered {
+        return Err(Error::invalid(
+            "covariance",
+            "`cluster` covariance needs cluster ids in the data",
+        ));
+    }
     if options.solver != SolverKind::Newton {
         return Err(Error::invalid(
             "solver",
@@ -232,11 +251,12 @@ pub fn fit_distributed(
     };
     let run = driver.newton(at, d1 + d2, options.tol, max_iter)?;
     let params = run.point.params.clone();
+    let wants = |kind| covariance.is_none_or(|c| c == kind);
     let mut request = Request::at(params.clone());
-    request.expected = true;
-    request.observed = true;
-    request.meat = true;
-    request.clusters = summary.clustered;
+    request.expected = wants(CovarianceKind::Expected);
+    request.observed = covariance != Some(CovarianceKind::Expected);
+    request.meat = wants(CovarianceKind::Robust);
+    request.clusters = summary.clustered && wants(CovarianceKind::Cluster);
     let stats = driver.ask(&request)?;
     driver.rounds.covariance += 1;
     let n = summary.n as f64;
@@ -257,14 +277,13 @@ pub fn fit_distributed(
         variant,
         rounds: driver.rounds,
         n: summary.n as usize,
-        expected: stats.expected(n)?,
-        observed: stats.observed(n)?,
-        meat: stats.meat(n)?,
-        cluster_meat: if summary.clustered {
-            Some(stats.cluster_meat(n)?)
-        } else {
-            None
-        },
+        expected: request.expected.then(|| stats.expected(n)).transpose()?,
+        observed: request.observed.then(|| stats.observed(n)).transpose()?,
+        meat: request.meat.then(|| stats.meat(n)).transpose()?,
+        cluster_meat: request
+            .clusters
+            .then(|| stats.cluster_meat(n))
+            .transpose()?,
     })
 }
 
@@ -299,9 +318,12 @@ struct Driver<'a, 'c> {
 }
 
 impl Driver<'_, '_> {
+    /// One round: the oracle's merged answer, checked to answer `request` over every row.
     fn ask(&mut self, request: &Request) -> Result<ShardStats> {
         self.rounds.total += 1;
-        self.oracle.compute(request)
+        let stats = self.oracle.compute(request)?;
+        stats.check_answers(request, self.n as u64)?;
+        Ok(stats)
     }
 
     /// One round: the mean NLL and gradient at `params`; with `matrices`, also the expected

@@ -79,15 +79,24 @@ fn schema_checksum(d1: u64, d2: u64, clustered: bool) -> u32 {
 /// Adds the summaries of shards `0, 1, ...` of one dataset (in that order): the total row
 /// count, with the common schema.
 ///
-/// Errors: [`Error::InvalidArgument`] for no shards, and [`Error::DimensionMismatch`] naming
-/// the first shard whose d1, d2 or cluster flag differs from shard 0's (or whose checksum does
-/// not match its own fields: a damaged summary).
+/// Errors: [`Error::InvalidArgument`] for no shards, overflowing row counts or a shard whose
+/// checksum does not match its own fields (a damaged summary); [`Error::DimensionMismatch`]
+/// for d1 = 0 or more than 2^24 parameters, and naming the first shard whose d1, d2 or cluster
+/// flag differs from shard 0's.
 pub fn merge_summaries(summaries: &[ShardSummary]) -> Result<ShardSummary> {
     let first = summaries
         .first()
         .ok_or_else(|| Error::invalid("shards", "no shards to fit"))?;
     let mut total = *first;
     total.n = 0;
+    let p = first.d1.saturating_add(first.d2);
+    if first.d1 == 0 || p > wire::MAX_PARAMS {
+        return Err(Error::dims(
+            "shard 0",
+            format!("d1 >= 1 and d1 + d2 <= {}", wire::MAX_PARAMS),
+            format!("d1 = {}, d2 = {}", first.d1, first.d2),
+        ));
+    }
     for (k, s) in summaries.iter().enumerate() {
         if s.schema != schema_checksum(s.d1, s.d2, s.clustered) {
             return Err(Error::invalid(
@@ -114,7 +123,12 @@ pub fn merge_summaries(summaries: &[ShardSummary]) -> Result<ShardSummary> {
                 describe(s),
             ));
         }
-        total.n += s.n;
+        total.n = total.n.checked_add(s.n).ok_or_else(|| {
+            Error::invalid(
+                format!("shard {k}"),
+                "the row counts overflow a 64-bit count",
+            )
+        })?;
     }
     Ok(total)
 }
@@ -372,6 +386,23 @@ impl ShardStats {
                     self.clusters.insert(*id, s.clone());
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Checks that `self` answers `request` over `n` rows: the request's dimensions, sections
+    /// and number of products, and the row count (a missing or doubled shard shows here).
+    ///
+    /// Errors: [`Error::DimensionMismatch`] naming what differs.
+    pub fn check_answers(&self, request: &Request, n: u64) -> Result<()> {
+        let (d1, d2) = (request.params.theta.len(), request.params.gamma.len());
+        let want = (d1, d2, request.sections(), request.products.len(), n);
+        let got = (self.d1, self.d2, self.sections, self.num_products(), self.n);
+        if want != got {
+            let show = |(d1, d2, s, k, n): (usize, usize, u32, usize, u64)| {
+                format!("d1 = {d1}, d2 = {d2}, sections {s:#x}, {k} products over {n} rows")
+            };
+            return Err(Error::dims("answer", show(want), show(got)));
         }
         Ok(())
     }

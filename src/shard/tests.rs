@@ -350,3 +350,62 @@ fn any_header_with_a_valid_checksum_is_read_or_refused_never_a_panic() {
         }
     }
 }
+
+#[test]
+fn requests_round_trip_through_bytes_and_damage_is_refused() {
+    let (data, params) = fixture();
+    let mut expected = everything(&params, 5);
+    expected.curvature = Curvature::Expected;
+    for request in [
+        everything(&params, 5),
+        expected,
+        Request::at(params.clone()),
+    ] {
+        let bytes = request.to_bytes();
+        let back = Request::from_bytes(&bytes).unwrap();
+        assert_eq!(back, request);
+        // The answer computed from the bytes is the answer to the request.
+        let answer = ShardStats::compute(&data, &back).unwrap();
+        answer.check_answers(&request, data.n() as u64).unwrap();
+    }
+    let bytes = everything(&params, 5).to_bytes();
+    let detail = |b: &[u8]| match Request::from_bytes(b) {
+        Err(Error::Format { detail, .. }) => detail,
+        other => panic!("expected a format error, got {other:?}"),
+    };
+    assert!(detail(&bytes[..10]).contains("shorter"));
+    assert!(detail(
+        &ShardStats::compute(&data, &Request::at(params.clone()))
+            .unwrap()
+            .to_bytes()
+    )
+    .contains("magic"));
+    let mut flipped = bytes.clone();
+    flipped[40] ^= 1;
+    assert!(detail(&flipped).contains("checksum"));
+    let mut truncated = bytes[..bytes.len() - 12].to_vec();
+    let crc = crc32fast::hash(&truncated);
+    truncated.extend_from_slice(&crc.to_le_bytes());
+    assert!(detail(&truncated).contains("do not match the header"));
+}
+
+#[test]
+fn answers_are_checked_against_their_request() {
+    let (data, params) = fixture();
+    let request = everything(&params, 5);
+    let answer = ShardStats::compute(&data, &request).unwrap();
+    let n = data.n() as u64;
+    answer.check_answers(&request, n).unwrap();
+    // A shard missing from the merge, another request, other parameters' dimensions.
+    let wrong = [
+        answer.check_answers(&request, n + 1),
+        answer.check_answers(&Request::at(params.clone()), n),
+        answer.check_answers(&everything(&Params::zeros(2, 2), 4), n),
+    ];
+    for err in wrong {
+        assert!(
+            matches!(&err, Err(Error::DimensionMismatch { arg, .. }) if arg == "answer"),
+            "{err:?}"
+        );
+    }
+}

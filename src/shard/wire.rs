@@ -18,15 +18,17 @@
 //! crc32     u32      CRC-32 of every byte before it
 //! ```
 
-use super::{packed_len, section, ShardStats};
+use super::{packed_len, section, Request, ShardStats};
 use crate::error::{Error, Result};
+use crate::likelihood::Curvature;
+use crate::model::Params;
 
 const MAGIC: &[u8; 8] = b"HRSHARD\0";
 /// The format version written; the only one read.
 pub const VERSION: u32 = 1;
 /// Largest `d1 + d2` read (far above any model this library fits; keeps sizes from
 /// overflowing).
-const MAX_PARAMS: u64 = 1 << 24;
+pub(crate) const MAX_PARAMS: u64 = 1 << 24;
 /// What errors name as the input.
 const WHAT: &str = "<shard statistics>";
 /// Bytes before the payload: magic, version, d1, d2, sections, n, products, clusters.
@@ -187,6 +189,141 @@ impl ShardStats {
             stats.clusters.insert(id, r.f64s(p));
         }
         Ok(stats)
+    }
+}
+
+const REQUEST_MAGIC: &[u8; 8] = b"HRSHREQ\0";
+/// Bytes before a request's payload: magic, version, d1, d2, sections, products.
+const REQUEST_HEADER: usize = 8 + 4 + 8 + 8 + 4 + 8;
+/// What request errors name as the input.
+const REQUEST_WHAT: &str = "<shard request>";
+
+impl Request {
+    /// The sections this request asks for (the bits of [`ShardStats`]' wire format; also the
+    /// C API's `HETREWARD_SHARD_*` values).
+    pub fn sections(&self) -> u32 {
+        let products = match self.curvature {
+            Curvature::Observed => section::OBSERVED_PRODUCTS,
+            Curvature::Expected => section::EXPECTED_PRODUCTS,
+        };
+        [
+            (self.value, section::VALUE),
+            (!self.products.is_empty(), products),
+            (self.expected, section::EXPECTED),
+            (self.observed, section::OBSERVED),
+            (self.meat, section::MEAT),
+            (self.clusters, section::CLUSTERS),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |s, (_, flag)| s | flag)
+    }
+
+    /// The request as bytes, for a driver to send to its workers (format version 1, all
+    /// little-endian): magic `HRSHREQ\0`, version u32, d1 u64, d2 u64, sections u32, the
+    /// number of product vectors k u64, theta (d1 f64), gamma (d2 f64), the vectors
+    /// (k (d1 + d2) f64, row by row), CRC-32 of every byte before it.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let (d1, d2) = (self.params.theta.len(), self.params.gamma.len());
+        let floats = d1 + d2 + self.products.len() * (d1 + d2);
+        let mut out = Vec::with_capacity(REQUEST_HEADER + 8 * floats + 4);
+        out.extend_from_slice(REQUEST_MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&(d1 as u64).to_le_bytes());
+        out.extend_from_slice(&(d2 as u64).to_le_bytes());
+        out.extend_from_slice(&self.sections().to_le_bytes());
+        out.extend_from_slice(&(self.products.len() as u64).to_le_bytes());
+        let all = self.params.theta.iter().chain(&self.params.gamma);
+        for x in all.chain(self.products.iter().flatten()) {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Reads a request written by [`Request::to_bytes`].
+    ///
+    /// Errors: [`Error::Format`] naming what is wrong — too short, not a request (magic),
+    /// another format version, a checksum mismatch, unknown or contradictory sections,
+    /// product vectors without a product section (or the reverse), a length that does not
+    /// match the header. (Values are checked where they are used: [`ShardStats::compute`].)
+    pub fn from_bytes(bytes: &[u8]) -> Result<Request> {
+        let bad = |detail: String| Error::format(REQUEST_WHAT, detail);
+        if bytes.len() < REQUEST_HEADER + 4 {
+            return Err(bad(format!(
+                "{} bytes is shorter than the {}-byte header and checksum",
+                bytes.len(),
+                REQUEST_HEADER + 4
+            )));
+        }
+        if &bytes[..8] != REQUEST_MAGIC {
+            return Err(bad("not a shard request (bad magic bytes)".into()));
+        }
+        let mut r = Reader { bytes, at: 8 };
+        let version = r.u32();
+        if version != VERSION {
+            return Err(bad(format!(
+                "format version {version}; this library reads version {VERSION}"
+            )));
+        }
+        let (body, tail) = bytes.split_at(bytes.len() - 4);
+        let stored = u32::from_le_bytes(tail.try_into().expect("4 bytes"));
+        let computed = crc32fast::hash(body);
+        if stored != computed {
+            return Err(bad(format!(
+                "checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): the bytes are damaged or truncated"
+            )));
+        }
+        let (d1, d2) = (r.u64(), r.u64());
+        let sections = r.u32();
+        let k = r.u64();
+        if sections & !section::ALL != 0 {
+            return Err(bad(format!("unknown sections {sections:#x}")));
+        }
+        let both = section::OBSERVED_PRODUCTS | section::EXPECTED_PRODUCTS;
+        if sections & both == both {
+            return Err(bad("products of both curvatures in one request".into()));
+        }
+        if (k > 0) != (sections & both != 0) {
+            return Err(bad(format!(
+                "{k} product vectors do not match sections {sections:#x}"
+            )));
+        }
+        let expect = d1
+            .checked_add(d2)
+            .filter(|&p| (1..=MAX_PARAMS).contains(&p))
+            .and_then(|p| p.checked_mul(k.checked_add(1)?))
+            .and_then(|floats| {
+                floats
+                    .checked_mul(8)?
+                    .checked_add(REQUEST_HEADER as u64 + 4)
+            });
+        if expect != Some(bytes.len() as u64) {
+            return Err(bad(format!(
+                "{} bytes do not match the header (d1 = {d1}, d2 = {d2}, {k} product vectors)",
+                bytes.len()
+            )));
+        }
+        // Sizes fit in memory: they fit in the byte slice.
+        let (d1, d2, k) = (d1 as usize, d2 as usize, k as usize);
+        let params = Params {
+            theta: r.f64s(d1),
+            gamma: r.f64s(d2),
+        };
+        let mut request = Request::at(params);
+        request.value = sections & section::VALUE != 0;
+        request.curvature = if sections & section::OBSERVED_PRODUCTS != 0 {
+            Curvature::Observed
+        } else {
+            Curvature::Expected
+        };
+        request.products = (0..k).map(|_| r.f64s(d1 + d2)).collect();
+        request.expected = sections & section::EXPECTED != 0;
+        request.observed = sections & section::OBSERVED != 0;
+        request.meat = sections & section::MEAT != 0;
+        request.clusters = sections & section::CLUSTERS != 0;
+        Ok(request)
     }
 }
 

@@ -177,6 +177,22 @@ class hetreward_coefficient(Structure):
     ]
 
 
+class hetreward_shard_summary(Structure):
+    _fields_ = [("n", c_uint64), ("d1", c_uint64), ("d2", c_uint64), ("clustered", c_bool),
+                ("schema", c_uint32)]
+
+
+class hetreward_distributed_rounds(Structure):
+    _fields_ = [("total", c_uint64), ("points", c_uint64), ("products", c_uint64),
+                ("preconditioner", c_uint64), ("covariance", c_uint64)]
+
+
+#: int (*)(const uint8_t *request, size_t request_len, hetreward_shard_stats **out_answer,
+#: void *user_data)
+hetreward_shard_oracle = CFUNCTYPE(
+    c_int, POINTER(c_uint8), c_size_t, POINTER(POINTER(hetreward_shard_stats)), c_void_p
+)
+
 _P = POINTER
 #: name -> (restype, argtypes), in the header's order. Pointers to const and to mutable data
 #: are both POINTER(T) here (ctypes has no const).
@@ -295,6 +311,19 @@ PROTOTYPES = {
         [_P(hetreward_shard_stats), _P(c_uint64), _P(c_double), _P(c_double), c_size_t],
     ),
     "hetreward_shard_stats_free": (None, [_P(hetreward_shard_stats)]),
+    "hetreward_shard_summary_of": (
+        hetreward_status,
+        [_P(hetreward_dataset), _P(hetreward_shard_summary)],
+    ),
+    "hetreward_shard_stats_compute_request": (
+        hetreward_status,
+        [_P(hetreward_dataset), _P(c_uint8), c_size_t, c_size_t, _P(_P(hetreward_shard_stats))],
+    ),
+    "hetreward_fit_distributed": (
+        hetreward_status,
+        [_P(hetreward_fitter), _P(hetreward_shard_summary), c_size_t, hetreward_shard_oracle,
+         c_void_p, _P(_P(hetreward_model)), _P(hetreward_distributed_rounds)],
+    ),
 }
 
 

@@ -37,7 +37,14 @@ fn run(
     variant: NewtonVariant,
 ) -> (DistributedFit, Vec<(usize, usize)>) {
     let mut oracle = LocalOracle::new(split_rows(data, parts));
-    let fit = fit_distributed(&mut oracle, &options(), variant, &FitControl::default()).unwrap();
+    let fit = fit_distributed(
+        &mut oracle,
+        &options(),
+        variant,
+        &FitControl::default(),
+        None,
+    )
+    .unwrap();
     assert_eq!(oracle.bytes_per_round.len(), fit.rounds.total);
     let mut sizes = std::collections::BTreeMap::new();
     for round in &oracle.bytes_per_round {
@@ -139,6 +146,7 @@ fn mismatched_shards_fail_before_any_round() {
         &options(),
         NewtonVariant::Auto,
         &FitControl::default(),
+        None,
     )
     .unwrap_err();
     assert!(err.to_string().contains("shard 1"), "{err}");
@@ -163,6 +171,7 @@ fn options_and_cancellation_are_honoured() {
             &bad,
             NewtonVariant::Auto,
             &FitControl::default(),
+            None,
         );
         assert!(matches!(r, Err(Error::InvalidArgument { .. })));
     }
@@ -171,7 +180,13 @@ fn options_and_cancellation_are_honoured() {
         cancel: Some(&cancel),
         ..FitControl::default()
     };
-    let r = fit_distributed(&mut shards(), &options(), NewtonVariant::Auto, &control);
+    let r = fit_distributed(
+        &mut shards(),
+        &options(),
+        NewtonVariant::Auto,
+        &control,
+        None,
+    );
     assert!(matches!(r, Err(Error::Cancelled)));
     // No cluster ids: the cluster kind is refused, the others are available.
     let d = fit_distributed(
@@ -179,6 +194,7 @@ fn options_and_cancellation_are_honoured() {
         &options(),
         NewtonVariant::Auto,
         &FitControl::default(),
+        None,
     )
     .unwrap();
     assert!(d.cluster_meat.is_none());
@@ -187,4 +203,67 @@ fn options_and_cancellation_are_honoured() {
         Err(Error::InvalidArgument { .. })
     ));
     assert!(d.model(CovarianceKind::Robust).is_ok());
+}
+
+#[test]
+fn a_fit_for_one_kind_gathers_only_its_matrices() {
+    let data = paper_data();
+    let parts = shuffled(data.n(), 4, 9);
+    let (all, _) = run(&data, &parts, NewtonVariant::Auto);
+    let full_round = {
+        let mut o = LocalOracle::new(split_rows(&data, &parts));
+        fit_distributed(
+            &mut o,
+            &options(),
+            NewtonVariant::Auto,
+            &FitControl::default(),
+            None,
+        )
+        .unwrap();
+        o.bytes_per_round.last().unwrap()[0]
+    };
+    for kind in CovarianceKind::ALL {
+        let mut oracle = LocalOracle::new(split_rows(&data, &parts));
+        let one = fit_distributed(
+            &mut oracle,
+            &options(),
+            NewtonVariant::Auto,
+            &FitControl::default(),
+            Some(kind),
+        )
+        .unwrap();
+        let (a, b) = (one.model(kind).unwrap(), all.model(kind).unwrap());
+        assert_eq!(a.theta_se(), b.theta_se(), "{kind:?}");
+        assert_eq!(a.gamma_se(), b.gamma_se(), "{kind:?}");
+        // The covariance round is smaller, and the other kinds were not gathered.
+        let last = oracle.bytes_per_round.last().unwrap()[0];
+        assert!(last < full_round, "{kind:?}: {last} >= {full_round}");
+        for other in CovarianceKind::ALL {
+            let needs_same = match (kind, other) {
+                (k, o) if k == o => true,
+                (CovarianceKind::Robust | CovarianceKind::Cluster, CovarianceKind::Observed) => {
+                    true
+                }
+                _ => false,
+            };
+            assert_eq!(
+                one.model(other).is_ok(),
+                needs_same,
+                "{kind:?} then {other:?}"
+            );
+        }
+    }
+    // The cluster kind on shards without ids fails before any round.
+    let plain = paper_simulation(400, ActionDesign::Uniform, 4);
+    let mut oracle = LocalOracle::new(split_rows(&plain, &contiguous(400, 2)));
+    let err = fit_distributed(
+        &mut oracle,
+        &options(),
+        NewtonVariant::Auto,
+        &FitControl::default(),
+        Some(CovarianceKind::Cluster),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("cluster ids"), "{err}");
+    assert!(oracle.bytes_per_round.is_empty());
 }

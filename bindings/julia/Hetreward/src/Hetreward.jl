@@ -383,6 +383,42 @@ hetreward_shard_stats_value(stats, out_n, out_nll, out_grad, grad_len) =
 hetreward_shard_stats_free(stats) =
     @ccall libhetreward.hetreward_shard_stats_free(stats::Ptr{hetreward_shard_stats})::Cvoid
 
+# The driver loop over shards held elsewhere (src/ffi/shard_driver.rs; docs/distributed.md).
+struct hetreward_shard_summary
+    n::UInt64
+    d1::UInt64
+    d2::UInt64
+    clustered::Bool
+    schema::UInt32
+end
+
+struct hetreward_distributed_rounds
+    total::UInt64
+    points::UInt64
+    products::UInt64
+    preconditioner::UInt64
+    covariance::UInt64
+end
+
+const hetreward_shard_oracle = Ptr{Cvoid}
+
+hetreward_shard_summary_of(shard, out_summary) =
+    @ccall libhetreward.hetreward_shard_summary_of(shard::Ptr{hetreward_dataset},
+        out_summary::Ptr{hetreward_shard_summary})::hetreward_status
+
+hetreward_shard_stats_compute_request(shard, request, request_len, threads, out_stats) =
+    @ccall libhetreward.hetreward_shard_stats_compute_request(shard::Ptr{hetreward_dataset},
+        request::Ptr{UInt8}, request_len::Csize_t, threads::Csize_t,
+        out_stats::Ptr{Ptr{hetreward_shard_stats}})::hetreward_status
+
+hetreward_fit_distributed(fitter, summaries, n_shards, oracle, oracle_user_data, out_model,
+                          out_rounds) =
+    @ccall libhetreward.hetreward_fit_distributed(fitter::Ptr{hetreward_fitter},
+        summaries::Ptr{hetreward_shard_summary}, n_shards::Csize_t,
+        oracle::hetreward_shard_oracle, oracle_user_data::Ptr{Cvoid},
+        out_model::Ptr{Ptr{hetreward_model}},
+        out_rounds::Ptr{hetreward_distributed_rounds})::hetreward_status
+
 # =================================================================================================
 # The Julia API
 # =================================================================================================

@@ -1,0 +1,38 @@
+"""The engine tests of hetreward.distributed (Ray, Dask, Spark): their own suite, run by
+scripts/ci.d/80-distributed.sh, which installs the engines (the bindings step's suite in
+tests/ has none). Local loopback clusters only. The data and comparisons are shared with
+tests/test_distributed.py (tests/distributed_support.py)."""
+
+import os
+import sys
+
+import pytest
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing phoned home
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests"))
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """A local Ray cluster with 2 CPUs (worker processes on this machine)."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """distributed.LocalCluster with 2 worker processes, 1 thread each, on 127.0.0.1."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           host="127.0.0.1", dashboard_address=None)
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
