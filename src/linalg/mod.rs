@@ -134,20 +134,47 @@ pub fn matmul_f32(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32
     c
 }
 
+/// Output rows per task of [`gemm_tn_rows`].
+const TN_ROWS: usize = 256;
+
 /// `A^T B` (`p x q`, column-major) for `A` (`n x p`) and `B` (`n x q`) given row-major, in
-/// precision `T`.
+/// precision `T`: the cross blocks `Z^T M` of the information (`n` in the tens of thousands,
+/// `q = d2` small). faer's parallel GEMM splits such a narrow product poorly (measured 4x
+/// slower than tiles at the paper's shape), so the output is cut into blocks of
+/// [`TN_ROWS`] rows, one sequential faer GEMM over the full `n` each, in parallel on the
+/// current rayon pool: each output element is computed by one task, independent of the
+/// thread count.
 pub(crate) fn gemm_tn_rows<T: Scalar>(a: &[T], b: &[T], n: usize, p: usize, q: usize) -> Vec<T> {
+    use rayon::prelude::*;
     assert_eq!(a.len(), n * p, "gemm_tn_rows: a is not n x p");
     assert_eq!(b.len(), n * q, "gemm_tn_rows: b is not n x q");
+    let mut rows = vec![T::default(); p * q]; // row-major p x q
+    if q > 0 {
+        let (av, bv) = (
+            MatRef::from_row_major_slice(a, n, p),
+            MatRef::from_row_major_slice(b, n, q),
+        );
+        rows.par_chunks_mut(TN_ROWS * q)
+            .enumerate()
+            .for_each(|(t, out)| {
+                let (r0, m) = (t * TN_ROWS, out.len() / q);
+                faer::linalg::matmul::matmul(
+                    MatMut::from_row_major_slice_mut(out, m, q),
+                    Accum::Replace,
+                    av.subcols(r0, m).transpose(),
+                    bv,
+                    T::from_f64(1.0),
+                    Par::Seq,
+                );
+            });
+    }
+    // Column-major for the caller.
     let mut c = vec![T::default(); p * q];
-    faer::linalg::matmul::matmul(
-        MatMut::from_column_major_slice_mut(&mut c, p, q),
-        Accum::Replace,
-        MatRef::from_row_major_slice(a, n, p).transpose(),
-        MatRef::from_row_major_slice(b, n, q),
-        T::from_f64(1.0),
-        par(),
-    );
+    for i in 0..p {
+        for j in 0..q {
+            c[j * p + i] = rows[i * q + j];
+        }
+    }
     c
 }
 
