@@ -4,7 +4,7 @@
 //! definite (away from a minimum — `L_n` is not jointly convex) it uses the expected
 //! information `I` instead (Fisher scoring: `I` is a Gram matrix, positive semi-definite), with
 //! Levenberg damping added until it factorises. The step is then chosen by the shared Armijo
-//! line search ([`super::line_search`]).
+//! line search (`fit/line_search.rs`).
 
 use super::line_search::backtrack;
 use super::{Solver, State, Step};

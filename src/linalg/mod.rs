@@ -7,14 +7,14 @@
 //! * [`gram`], [`gram_f32`]: the streamed Gram driver — the information matrices are Gram
 //!   matrices of per-sample vectors that are never all materialised: rows are produced in
 //!   blocks of a height fixed by the row length, and each block is added into the lower
-//!   triangle by faer's triangular product ([`gram`] module);
+//!   triangle by faer's triangular product (`gram.rs`);
 //! * [`cholesky`], [`spd_inverse`], [`spd_inverse_factor`], [`try_cholesky`],
 //!   [`lower_inverse_in_place`]: factorisations with the scale-invariant condition check
 //!   ([`RCOND_MIN`]) that turns a singular or ill-conditioned matrix into an error instead of
-//!   a NaN, and in-place triangular inverses ([`cholesky`](mod@cholesky) module);
+//!   a NaN, and in-place triangular inverses (`cholesky.rs`);
 //! * [`PackedLower`]: the packed scoring kernel of the reward standard errors, and the
-//!   triangular matrix-vector products of Newton-CG's preconditioner ([`packed`] module);
-//! * [`dot`], [`axpy`] and the [`Element`] row kernels with their AVX2 + FMA path ([`simd`]).
+//!   triangular matrix-vector products of Newton-CG's preconditioner (`packed.rs`);
+//! * [`dot`], [`axpy`] and the [`Element`] row kernels with their AVX2 + FMA path (`simd.rs`).
 //!
 //! **Containers.** Matrices are `nalgebra::DMatrix<f64>` (column-major) everywhere in the
 //! crate's API and its statistics modules: nalgebra is the container and the small-matrix
