@@ -3,7 +3,7 @@
 //! ```text
 //! cargo bench --bench paper_scale -- [--smoke] [--only LIST] [--n N] [--d1 D] [--d2 D]
 //!     [--threads T] [--reps R] [--precision f32|f64] [--prompts P] [--candidates C]
-//!     [--seed S] [--json PATH] [--export DIR]
+//!     [--seed S] [--json PATH] [--export DIR] [--write-training PATH] [--file PATH]
 //! ```
 //!
 //! Workloads (`--only`, comma-separated; default all but `scaling` and `naive`):
@@ -25,6 +25,14 @@
 //! * `scaling`: fit + covariance for n x {1/4, 1/2, 1, 2} and d1 in {256, ..., 4096} (f).
 //! * `memory`: the peak memory of each phase of a fit (information, covariance, model,
 //!   solver, preconditioner) over the resident data.
+//! * `process` (with `--file PATH`, a training safetensors file): what `hetreward fit FILE
+//!   --out M --report R` does, phase by phase in this process — read the file, validate (the
+//!   dataset's checks, timed again on the decoded arrays), fit, covariance (and model
+//!   assembly), write the model file and the JSON report. `bench/whole_process.py` times the
+//!   CLI itself against an OpenBLAS dsyrk of the same z.
+//!
+//! `--write-training PATH` writes the generated data as a safetensors training file (z in
+//! the storage precision, `--precision f64` for the paper's file) for `process` and the CLI.
 //!
 //! The data are synthetic, seeded and generated in memory (never written unless `--export`):
 //! embedding-like z with a power-law spectrum (`lambda_j ~ 1/j`) in a rotated basis, one-hot
@@ -69,6 +77,8 @@ struct Config {
     seed: u64,
     json: Option<String>,
     export: Option<String>,
+    write_training: Option<String>,
+    file: Option<String>,
 }
 
 const HELP: &str = "paper_scale: hetreward's benchmark harness (see BENCHMARKS.md)
@@ -83,6 +93,8 @@ const HELP: &str = "paper_scale: hetreward's benchmark harness (see BENCHMARKS.m
   --seed S           data seed (default 1)
   --json PATH        also write every figure as JSON
   --export DIR       write data, fit and candidates for bench/numpy_baseline.py
+  --write-training PATH   write the data as a safetensors training file (z in --precision)
+  --file PATH        training file of the `process` workload (the CLI's fit, phase by phase)
   --glibc-default-malloc   keep glibc's adaptive mmap threshold (default: pinned at 1 MiB)";
 
 fn parse_args() -> Config {
@@ -101,6 +113,8 @@ fn parse_args() -> Config {
         seed: 1,
         json: None,
         export: None,
+        write_training: None,
+        file: None,
     };
     let mut i = 0;
     let val = |i: usize| -> String {
@@ -171,6 +185,14 @@ fn parse_args() -> Config {
             }
             "--export" => {
                 c.export = Some(val(i));
+                i += 1
+            }
+            "--write-training" => {
+                c.write_training = Some(val(i));
+                i += 1
+            }
+            "--file" => {
+                c.file = Some(val(i));
                 i += 1
             }
             "--bench" | "--glibc-default-malloc" => {} // cargo bench passes --bench through
@@ -1290,6 +1312,137 @@ fn export(dir: &str, world: &World, data: &Dataset, model: Option<&RewardModel>,
     println!("\nexported data, candidates and fit to {}", dir.display());
 }
 
+/// Writes `data` as a safetensors training file: `y`, `psi0`, `psi` F64 and `z` in its storage
+/// precision (F32 or F64).
+fn write_training(path: &str, data: &Dataset) {
+    let (n, d1, d2) = (data.n(), data.d1(), data.d2());
+    let (dtype, z): (&str, Vec<u8>) = match data.features() {
+        FeatureMatrix::F32(z) => ("F32", z.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        FeatureMatrix::F64(z) => ("F64", f64_bytes(z)),
+    };
+    let tensors: [(&str, &str, Vec<usize>, Vec<u8>); 4] = [
+        ("y", "F64", vec![n], f64_bytes(data.y())),
+        ("psi0", "F64", vec![n], f64_bytes(data.psi0())),
+        ("psi", "F64", vec![n, d2], f64_bytes(data.psi())),
+        ("z", dtype, vec![n, d1], z),
+    ];
+    let mut header = serde_json::Map::new();
+    let mut offset = 0;
+    for (name, dtype, shape, bytes) in &tensors {
+        header.insert(
+            name.to_string(),
+            json!({"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + bytes.len()]}),
+        );
+        offset += bytes.len();
+    }
+    let header = Value::Object(header).to_string();
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    w.write_all(&(header.len() as u64).to_le_bytes()).unwrap();
+    w.write_all(header.as_bytes()).unwrap();
+    for (_, _, _, bytes) in &tensors {
+        w.write_all(bytes).unwrap();
+    }
+    w.flush().unwrap();
+    println!(
+        "wrote the training file {path} ({:.0} MB)",
+        mb(8 + header.len() as u64 + offset as u64)
+    );
+}
+
+/// The `process` workload: `hetreward fit FILE --out M --report R`, phase by phase.
+fn process_workload(cfg: &Config, rep: &mut Report) {
+    use hetreward::io::{json as report_json, model_file, training::read_training};
+    let Some(file) = &cfg.file else {
+        eprintln!("the `process` workload needs --file PATH (see --write-training)");
+        std::process::exit(2)
+    };
+    let path = std::path::Path::new(file);
+    let out_dir = std::env::temp_dir();
+    let (model_path, report_path) = (
+        out_dir.join(format!("hetreward-process-{}.hrm", std::process::id())),
+        out_dir.join(format!("hetreward-process-{}.json", std::process::id())),
+    );
+    let mut rows: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let timed = |rows: &mut BTreeMap<&str, Vec<f64>>, key: &'static str, t: Instant| {
+        rows.entry(key).or_default().push(t.elapsed().as_secs_f64());
+    };
+    for _ in 0..cfg.reps {
+        let t = Instant::now();
+        let bytes = std::fs::read(path).unwrap();
+        timed(&mut rows, "fs_read_floor", t);
+        drop(bytes);
+        let t = Instant::now();
+        let data = read_training(path).unwrap();
+        timed(&mut rows, "read_and_validate", t);
+        // The dataset's checks alone, on arrays already decoded.
+        let (z, psi0, psi, y) = match data.features() {
+            FeatureMatrix::F64(z) => (
+                z.to_vec(),
+                data.psi0().to_vec(),
+                data.psi().to_vec(),
+                data.y().to_vec(),
+            ),
+            FeatureMatrix::F32(_) => panic!("process: the file's z decodes to f64"),
+        };
+        let t = Instant::now();
+        let again = Dataset::new(data.d1(), data.d2(), z, psi0, psi, y, None).unwrap();
+        timed(&mut rows, "validate", t);
+        drop(again);
+        let options = FitOptions {
+            threads: cfg.threads,
+            ..FitOptions::default()
+        };
+        let t = Instant::now();
+        let fitted = hetreward::fit::fit(&data, &options, &FitControl::default()).unwrap();
+        timed(&mut rows, "fit", t);
+        let t = Instant::now();
+        let model = pool(cfg.threads)
+            .install(|| {
+                RewardModel::from_estimate(
+                    &data,
+                    fitted.params,
+                    fitted.report,
+                    CovarianceKind::Expected,
+                )
+            })
+            .unwrap();
+        timed(&mut rows, "covariance_and_model", t);
+        let t = Instant::now();
+        std::fs::write(&model_path, model_file::to_bytes(&model)).unwrap();
+        timed(&mut rows, "write_model", t);
+        let t = Instant::now();
+        let text = serde_json::to_string_pretty(&report_json::model_report(&model)).unwrap();
+        std::fs::write(&report_path, text + "\n").unwrap();
+        timed(&mut rows, "write_report", t);
+    }
+    std::fs::remove_file(&model_path).ok();
+    std::fs::remove_file(&report_path).ok();
+    let mut out = serde_json::Map::new();
+    println!(
+        "\n## process: hetreward fit {file}, phase by phase (median of {})",
+        cfg.reps
+    );
+    let read_validate = median(rows["read_and_validate"].clone());
+    let validate = median(rows["validate"].clone());
+    let mut total = 0.0;
+    for (key, v) in &rows {
+        let m = median(v.clone());
+        println!("{key:<22} {m:>8.3} s");
+        out.insert(key.to_string(), json!(m));
+        if !matches!(*key, "fs_read_floor" | "validate") {
+            total += m;
+        }
+    }
+    println!(
+        "{:<22} {:>8.3} s  (read {:.3} s + validate {validate:.3} s)",
+        "total (in process)",
+        total,
+        read_validate - validate
+    );
+    out.insert("total_s".into(), json!(total));
+    rep.put("process", Value::Object(out));
+}
+
 // ------------------------------------------------------------------------------------------
 
 fn main() {
@@ -1335,7 +1488,8 @@ fn main() {
     let needs_data = ["floors", "fit", "agd", "score", "naive", "memory"]
         .iter()
         .any(|w| wants(w))
-        || cfg.export.is_some();
+        || cfg.export.is_some()
+        || cfg.write_training.is_some();
     let mut model = None;
     if needs_data {
         let t = Instant::now();
@@ -1347,6 +1501,9 @@ fn main() {
             mb(z_bytes(&data)),
             mb(status_bytes("VmRSS:"))
         );
+        if let Some(path) = &cfg.write_training {
+            write_training(path, &data);
+        }
         if wants("memory") {
             memory_workload(&cfg, &data, &mut rep);
         }
@@ -1387,6 +1544,9 @@ fn main() {
     }
     if wants("precision") {
         precision_workload(&cfg, &world, &mut rep);
+    }
+    if wants("process") {
+        process_workload(&cfg, &mut rep);
     }
     if wants("scaling") {
         scaling_workload(&cfg, &mut rep);

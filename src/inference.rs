@@ -18,8 +18,8 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::likelihood::{expected_information, observed_hessian, score_outer_product};
 use crate::linalg::{
-    cholesky, col_major, col_major_mut, lower_inverse_in_place, matmul, matmul_tn, par_gemm,
-    spd_inverse, spd_inverse_factor, symmetrize,
+    cholesky, lower_inverse_in_place, lower_rank_update, matmul, matmul_tn, spd_inverse,
+    spd_inverse_factor, symmetrize,
 };
 use crate::model::Params;
 use nalgebra::DMatrix;
@@ -70,7 +70,7 @@ pub fn asymptotic_covariance(
             }
             let h_inv = spd_inverse(&observed_hessian(data, params), "the observed Hessian")?;
             let meat = score_outer_product(data, params, clustered);
-            let mut v = &h_inv * meat * &h_inv;
+            let mut v = matmul(&matmul(&h_inv, &meat), &h_inv);
             symmetrize(&mut v);
             Ok(v)
         }
@@ -133,20 +133,8 @@ fn schur(blocks: Blocks, what: &str) -> Result<Schur> {
         let mut x = cholesky(&d, &format!("{what} (its gamma block)"))?;
         lower_inverse_in_place(&mut x);
         let w = matmul(&b, &x.transpose());
-        // S = A - W W^T, in place.
-        // SAFETY: W (d1 x d2) and S (d1 x d1) are separate column-major buffers.
-        unsafe {
-            par_gemm(
-                d1,
-                d2,
-                d1,
-                -1.0,
-                col_major(w.as_slice().as_ptr(), d1),
-                col_major(w.as_slice().as_ptr(), d1).t(),
-                1.0,
-                col_major_mut(s.as_mut_slice().as_mut_ptr(), d1),
-            );
-        }
+        // S = A - W W^T, in place, lower triangle only (all spd_inverse_factor reads).
+        lower_rank_update(&mut s, -1.0, &w);
         (matmul(&w, &x), x.tr_mul(&x))
     };
     let l_s = spd_inverse_factor(s, what)?;

@@ -15,7 +15,7 @@
 //! They run on the current rayon pool.
 
 use crate::data::{Dataset, FeatureMatrix};
-use crate::linalg::{axpy, col_major_mut, gram, gram_f32, par_gemm, Element, Scalar, View};
+use crate::linalg::{axpy, gemm_tn_rows, gram, gram_f32, Element, Scalar};
 use crate::model::{rationality, sample_terms, Params, SampleTerms};
 use crate::parallel::{chunked_sum, chunked_sum_with_rows};
 use nalgebra::DMatrix;
@@ -417,29 +417,7 @@ fn z_transpose_times<T: Scalar + Element>(
             *o = T::from_f64(ci * p);
         }
     }
-    let mut out = vec![T::default(); d1 * d2];
-    // SAFETY: Z^T is d1 x n (Z row-major n x d1), M is n x d2 row-major, out is d1 x d2
-    // column-major; three separate buffers of those sizes.
-    unsafe {
-        par_gemm(
-            d1,
-            n,
-            d2,
-            T::from_f64(1.0),
-            View {
-                ptr: z.as_ptr(),
-                rs: 1,
-                cs: d1 as isize,
-            },
-            View {
-                ptr: m.as_ptr(),
-                rs: d2 as isize,
-                cs: 1,
-            },
-            T::from_f64(0.0),
-            col_major_mut(out.as_mut_ptr(), d1),
-        );
-    }
+    let out = gemm_tn_rows(z, &m, n, d1, d2);
     DMatrix::from_iterator(d1, d2, out.into_iter().map(|v| v.to_f64() / n as f64))
 }
 

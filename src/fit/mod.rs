@@ -22,6 +22,7 @@
 //! Results are deterministic for a seed whatever the thread count (see [`crate::parallel`]).
 
 pub mod agd;
+pub(crate) mod line_search;
 pub mod newton;
 pub mod newton_cg;
 
@@ -522,6 +523,7 @@ pub fn refit(
     let state = State::at(data, start);
     match newton_variant(data, &Tuning::default()) {
         NewtonVariant::Cg => {
+            let shared = shared.unwrap_or_else(|| newton_cg::DataPreconditioner::shared(data).0);
             let mut solver = newton_cg::NewtonCg::joint(shared);
             run_solver(&mut solver, data, state, tol, max_iter, &control, 0)
         }
@@ -569,9 +571,17 @@ fn fit_in_pool(
     };
     let mut rng = crate::sim::rng(options.seed);
     // Iterations spent finding the first start (the homogeneous fit) count towards it.
-    // Newton-CG's data preconditioner, built once and shared by every run, and the homogeneous
-    // start's last evaluation (its per-sample terms serve the joint run's first step).
-    let mut shared: Option<std::sync::Arc<newton_cg::DataPreconditioner>> = None;
+    // Newton-CG's data preconditioner, the context of every Newton-CG run of this fit (the
+    // homogeneous start and the joint runs): built once, here, and handed to each. Then the
+    // homogeneous start's last evaluation (its per-sample terms serve the joint run's first
+    // step).
+    let needs_cg = variant == NewtonVariant::Cg
+        && (options.solver == SolverKind::Newton || matches!(options.init, Init::Default));
+    let shared = needs_cg.then(|| {
+        let (built, stats) = newton_cg::DataPreconditioner::shared(data);
+        add_stats(&mut diagnostics.cg, &stats);
+        built
+    });
     let mut handover: Option<(Params, crate::likelihood::Evaluation)> = None;
     let (first, prelude_iterations) = match &options.init {
         Init::Default => homogeneous_start(
@@ -580,7 +590,7 @@ fn fit_in_pool(
             options.tol,
             control,
             &mut diagnostics,
-            &mut shared,
+            shared.as_ref(),
             &mut handover,
         )?,
         Init::Random => (random_params(data, &mut rng), 0),
@@ -597,14 +607,14 @@ fn fit_in_pool(
     for (k, start) in starts.into_iter().enumerate() {
         let run = match (options.solver, variant) {
             (SolverKind::Newton, NewtonVariant::Cg) => {
-                let mut solver = newton_cg::NewtonCg::joint(shared.clone());
+                let base = shared.clone().expect("built for Newton-CG fits");
+                let mut solver = newton_cg::NewtonCg::joint(base);
                 let state = match handover.take() {
                     Some((params, eval)) if params == start => solver.start_from(params, eval),
                     _ => State::at(data, start),
                 };
                 let run = run_solver(&mut solver, data, state, options.tol, max_iter, control, k);
                 add_stats(&mut diagnostics.cg, &solver.stats);
-                shared = solver.data_preconditioner();
                 run?
             }
             (SolverKind::Newton, _) => run_solver(
@@ -682,7 +692,7 @@ fn homogeneous_start(
     tol: f64,
     control: &FitControl,
     diagnostics: &mut Diagnostics,
-    shared: &mut Option<std::sync::Arc<newton_cg::DataPreconditioner>>,
+    shared: Option<&std::sync::Arc<newton_cg::DataPreconditioner>>,
     handover: &mut Option<(Params, crate::likelihood::Evaluation)>,
 ) -> Result<(Params, usize)> {
     let state = State::at(data, Params::zeros(data.d1(), data.d2()));
@@ -695,10 +705,10 @@ fn homogeneous_start(
             .sum::<f64>()
             .sqrt();
         let start_tol = (HOMOGENEOUS_START_RTOL * g0).max(tol);
-        let mut solver = newton_cg::NewtonCg::theta_only(shared.clone());
+        let base = shared.expect("built for Newton-CG fits").clone();
+        let mut solver = newton_cg::NewtonCg::theta_only(base);
         let run = run_solver(&mut solver, data, state, start_tol, 50, control, 0);
         add_stats(&mut diagnostics.cg, &solver.stats);
-        *shared = solver.data_preconditioner();
         *handover = solver.take_last();
         run?
     } else {

@@ -3,22 +3,17 @@
 //! Each iteration solves `H d = -g` with the observed Hessian `H`. Where `H` is not positive
 //! definite (away from a minimum — `L_n` is not jointly convex) it uses the expected
 //! information `I` instead (Fisher scoring: `I` is a Gram matrix, positive semi-definite), with
-//! Levenberg damping added until it factorises. The step is then halved until the mean NLL
-//! decreases by the Armijo fraction of the predicted decrease.
+//! Levenberg damping added until it factorises. The step is then chosen by the shared Armijo
+//! line search (`fit/line_search.rs`).
 
+use super::line_search::backtrack;
 use super::{Solver, State, Step};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::likelihood::{
     add_residual_cross_term, expected_information, mean_nll, residual_cross_term,
 };
-use crate::model::Params;
 use nalgebra::{DMatrix, DVector};
-
-/// Armijo sufficient-decrease fraction.
-pub(crate) const ARMIJO: f64 = 1e-4;
-/// Step halvings before the line search gives up.
-pub(crate) const MAX_HALVINGS: usize = 60;
 
 /// Which parameters the Newton solver moves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,27 +109,13 @@ impl Solver for Newton {
         if slope.is_nan() || slope >= 0.0 {
             return Ok(Step::Stalled);
         }
-        let base = state.params.stacked();
-        // Near the optimum the predicted decrease falls below the rounding noise of L_n; a step
-        // that changes L_n by no more than that noise is then accepted (otherwise the search
-        // would halve t down to nothing and the gradient could never reach a tight tolerance).
-        let noise = 16.0 * f64::EPSILON * state.nll.abs().max(1.0);
-        let mut t = 1.0;
-        for _ in 0..MAX_HALVINGS {
-            let mut trial = base.clone();
-            for (x, d) in trial[..m].iter_mut().zip(direction.iter()) {
-                *x += t * d;
-            }
-            let params = Params::from_stacked(&trial, data.d1());
-            let value = mean_nll(data, &params);
-            let sufficient = value <= state.nll + ARMIJO * t * slope;
-            let within_noise = -t * slope <= noise && value <= state.nll + noise;
-            if value.is_finite() && (sufficient || within_noise) {
-                return Ok(Step::Moved(State::at(data, params)));
-            }
-            t *= 0.5;
-        }
-        Ok(Step::Stalled)
+        let accepted = backtrack(&state.params, state.nll, direction.as_slice(), slope, |p| {
+            Ok((mean_nll(data, &p), p))
+        })?;
+        Ok(match accepted {
+            Some(params) => Step::Moved(State::at(data, params)),
+            None => Step::Stalled,
+        })
     }
 
     fn grad_norm(&self, state: &State) -> f64 {

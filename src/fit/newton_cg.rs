@@ -30,6 +30,7 @@
 //! Everything is a fixed-chunk reduction or a fixed-tile GEMM (see [`crate::parallel`],
 //! [`crate::linalg`]): the iterates do not depend on the thread count.
 
+use super::line_search::backtrack;
 use super::{Solver, State, Step};
 use crate::data::Dataset;
 use crate::error::Result;
@@ -45,10 +46,6 @@ use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Armijo sufficient-decrease fraction.
-const ARMIJO: f64 = 1e-4;
-/// Step halvings before the line search gives up.
-const MAX_HALVINGS: usize = 60;
 /// CG iterations per Newton step at most.
 const MAX_CG_ITERATIONS: usize = 250;
 
@@ -95,6 +92,20 @@ impl DataPreconditioner {
     /// A small ridge is added (and grown) until `P` factorises.
     pub fn new(data: &Dataset) -> Self {
         Self::build(row_squared_norms(data), &|| data_information_f32(data))
+    }
+
+    /// [`DataPreconditioner::new`], shared, with the work counters of the build (one build,
+    /// one pass, its seconds) for the fit's diagnostics.
+    pub fn shared(data: &Dataset) -> (Arc<Self>, CgStats) {
+        let clock = Instant::now();
+        let built = Arc::new(Self::new(data));
+        let stats = CgStats {
+            preconditioner_builds: 1,
+            preconditioner_seconds: clock.elapsed().as_secs_f64(),
+            passes: 1,
+            ..CgStats::default()
+        };
+        (built, stats)
     }
 
     fn build(row_norms: Vec<f64>, gram: &dyn Fn() -> DMatrix<f64>) -> Self {
@@ -146,10 +157,13 @@ struct StepPreconditioner {
 }
 
 /// Newton-CG on theta and gamma jointly, or on theta alone with gamma held fixed.
+///
+/// The data preconditioner is the solver's context: built once by the caller (the fit, or the
+/// bootstrap for all its refits) and handed to every run, never passed back out.
 #[derive(Debug, Clone)]
 pub struct NewtonCg {
     theta_only: bool,
-    base: Option<Arc<DataPreconditioner>>,
+    base: Arc<DataPreconditioner>,
     /// The evaluation (with per-sample terms) at the last accepted point.
     last: Option<(Params, Evaluation)>,
     /// Work done so far.
@@ -165,29 +179,23 @@ enum CgOutcome {
 }
 
 impl NewtonCg {
-    /// Newton-CG on the joint parameter vector (theta, gamma), preconditioned by `base` (built
-    /// on the first step if `None`).
-    pub fn joint(base: Option<Arc<DataPreconditioner>>) -> Self {
+    /// Newton-CG on the joint parameter vector (theta, gamma), preconditioned by `base`.
+    pub fn joint(base: Arc<DataPreconditioner>) -> Self {
         Self::new(false, base)
     }
 
-    /// Newton-CG on theta with gamma held fixed (a convex problem).
-    pub fn theta_only(base: Option<Arc<DataPreconditioner>>) -> Self {
+    /// Newton-CG on theta with gamma held fixed (a convex problem), preconditioned by `base`.
+    pub fn theta_only(base: Arc<DataPreconditioner>) -> Self {
         Self::new(true, base)
     }
 
-    fn new(theta_only: bool, base: Option<Arc<DataPreconditioner>>) -> Self {
+    fn new(theta_only: bool, base: Arc<DataPreconditioner>) -> Self {
         NewtonCg {
             theta_only,
             base,
             last: None,
             stats: CgStats::default(),
         }
-    }
-
-    /// The shared data preconditioner (built on the first step if it was not given).
-    pub fn data_preconditioner(&self) -> Option<Arc<DataPreconditioner>> {
-        self.base.clone()
     }
 
     /// Hands over the evaluation (with per-sample terms) of the last accepted point, if any:
@@ -219,7 +227,7 @@ impl NewtonCg {
 
     /// The step preconditioner at the evaluated point.
     fn step_preconditioner(&mut self, data: &Dataset, eval: &Evaluation) -> StepPreconditioner {
-        let base = self.base.as_ref().expect("data preconditioner built");
+        let base = &self.base;
         let d2 = data.d2();
         if self.theta_only || d2 == 0 {
             return StepPreconditioner {
@@ -269,11 +277,7 @@ impl NewtonCg {
     }
 
     fn apply_preconditioner(&self, step: &StepPreconditioner, r: &[f64]) -> Vec<f64> {
-        let x = &self
-            .base
-            .as_ref()
-            .expect("data preconditioner built")
-            .inverse_factor;
+        let x = &self.base.inverse_factor;
         let d1 = x.nrows();
         if r.len() == d1 {
             return lower_t_matvec(x, &lower_matvec(x, r));
@@ -366,13 +370,6 @@ impl Solver for NewtonCg {
                 eval
             }
         };
-        if self.base.is_none() {
-            let clock = Instant::now();
-            self.base = Some(Arc::new(DataPreconditioner::new(data)));
-            self.stats.preconditioner_seconds += clock.elapsed().as_secs_f64();
-            self.stats.preconditioner_builds += 1;
-            self.stats.passes += 1;
-        }
         let clock = Instant::now();
         let pre = self.step_preconditioner(data, &eval);
         self.stats.block_seconds += clock.elapsed().as_secs_f64();
@@ -403,36 +400,24 @@ impl Solver for NewtonCg {
         if slope.is_nan() || slope >= 0.0 {
             return Ok(Step::Stalled);
         }
-        let base = state.params.stacked();
-        // Near the optimum the predicted decrease falls below the rounding noise of L_n; a step
-        // that changes L_n by no more than that noise is then accepted (as the dense solver).
-        let noise = 16.0 * f64::EPSILON * state.nll.abs().max(1.0);
-        let mut t = 1.0;
-        for _ in 0..MAX_HALVINGS {
-            let mut trial = base.clone();
-            for (x, d) in trial[..m].iter_mut().zip(&direction) {
-                *x += t * d;
-            }
-            let params = Params::from_stacked(&trial, data.d1());
+        let stats = &mut self.stats;
+        let accepted = backtrack(&state.params, state.nll, &direction, slope, |params| {
             let clock = Instant::now();
             let next = evaluate(data, &params);
-            self.stats.evaluation_seconds += clock.elapsed().as_secs_f64();
-            self.stats.passes += 1;
-            let value = next.nll;
-            let sufficient = value <= state.nll + ARMIJO * t * slope;
-            let within_noise = -t * slope <= noise && value <= state.nll + noise;
-            if value.is_finite() && (sufficient || within_noise) {
-                let new_state = State {
-                    params: params.clone(),
-                    nll: next.nll,
-                    grad: next.grad.clone(),
-                };
-                self.last = Some((params, next));
-                return Ok(Step::Moved(new_state));
-            }
-            t *= 0.5;
-        }
-        Ok(Step::Stalled)
+            stats.evaluation_seconds += clock.elapsed().as_secs_f64();
+            stats.passes += 1;
+            Ok((next.nll, (params, next)))
+        })?;
+        let Some((params, next)) = accepted else {
+            return Ok(Step::Stalled);
+        };
+        let new_state = State {
+            params: params.clone(),
+            nll: next.nll,
+            grad: next.grad.clone(),
+        };
+        self.last = Some((params, next));
+        Ok(Step::Moved(new_state))
     }
 
     fn grad_norm(&self, state: &State) -> f64 {

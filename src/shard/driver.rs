@@ -27,7 +27,8 @@
 use super::{merge_in_order, merge_summaries, Request, ShardStats, ShardSummary};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::fit::newton::{damped_direction, solve_spd, ARMIJO, MAX_HALVINGS};
+use crate::fit::line_search::backtrack;
+use crate::fit::newton::{damped_direction, solve_spd};
 use crate::fit::{
     stop_reason, FitControl, FitOptions, FitReport, Init, NewtonVariant, Progress, SolverKind,
     Termination, DENSE_NEWTON_MAX_PARAMS,
@@ -453,23 +454,12 @@ impl Driver<'_, '_> {
         slope: f64,
         free: usize,
     ) -> Result<Option<Point>> {
-        let base = at.params.stacked();
-        let noise = 16.0 * f64::EPSILON * at.nll.abs().max(1.0);
-        let mut t = 1.0;
-        for _ in 0..MAX_HALVINGS {
-            let mut trial = base.clone();
-            for (x, d) in trial[..free].iter_mut().zip(direction) {
-                *x += t * d;
-            }
-            let next = self.point(Params::from_stacked(&trial, self.d1), self.dense)?;
-            let sufficient = next.nll <= at.nll + ARMIJO * t * slope;
-            let within_noise = -t * slope <= noise && next.nll <= at.nll + noise;
-            if next.nll.is_finite() && (sufficient || within_noise) {
-                return Ok(Some(next));
-            }
-            t *= 0.5;
-        }
-        Ok(None)
+        debug_assert_eq!(direction.len(), free);
+        let dense = self.dense;
+        backtrack(&at.params, at.nll, direction, slope, |params| {
+            let next = self.point(params, dense)?;
+            Ok((next.nll, next))
+        })
     }
 
     /// Preconditioned CG on `M d = -g` (`M` the observed Hessian block, or the expected

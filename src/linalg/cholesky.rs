@@ -1,0 +1,307 @@
+//! Cholesky factorisations and triangular inverses (faer's, in place on the `DMatrix` buffer),
+//! with the checks that make a singular or ill-conditioned matrix an
+//! [`Error::SingularInformation`] instead of a NaN: finiteness, positive pivots, and a
+//! reciprocal-condition estimate that does not change with the units of the features.
+
+use super::{mirror_lower, par, view, view_mut};
+use crate::error::{Error, Result};
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
+use faer::linalg::matmul::triangular::{self, BlockStructure};
+use faer::linalg::triangular_solve::{
+    solve_lower_triangular_in_place, solve_upper_triangular_in_place,
+};
+use faer::reborrow::{Reborrow, ReborrowMut};
+use faer::{Accum, MatMut};
+use nalgebra::DMatrix;
+
+/// Smallest acceptable reciprocal condition estimate before a matrix is called ill-conditioned.
+pub const RCOND_MIN: f64 = 1e-13;
+
+/// Size up to which a triangular inverse is faer's out-of-place one on a copy of the block;
+/// larger ones are split in place (see [`invert_lower_in_place`]).
+const TRI_LEAF: usize = 128;
+
+/// In-place lower Cholesky factorisation of the square `a` (only the lower triangle is read);
+/// on success the strict upper triangle is zeroed. Errors with the index of the first pivot
+/// that is not positive.
+fn potrf(a: &mut DMatrix<f64>) -> std::result::Result<(), usize> {
+    let n = a.nrows();
+    let par = par();
+    let mut mem = MemBuffer::new(cholesky_in_place_scratch::<f64>(n, par, Default::default()));
+    cholesky_in_place(
+        view_mut(a),
+        Default::default(),
+        par,
+        MemStack::new(&mut mem),
+        Default::default(),
+    )
+    .map_err(|faer::linalg::cholesky::llt::factor::LltError::NonPositivePivot { index }| index)?;
+    let s = a.as_mut_slice();
+    for j in 1..n {
+        s[j * n..j * n + j].fill(0.0);
+    }
+    Ok(())
+}
+
+/// In-place inverse of the lower triangle of `a` (strict upper triangle zero, left zero).
+/// Recursive and allocation-free above [`TRI_LEAF`]: with `L = [[L11, 0], [L21, L22]]`,
+/// `L^-1 = [[L11^-1, 0], [-L22^-1 L21 L11^-1, L22^-1]]`, so `L21` is overwritten by two
+/// in-place triangular solves before `L11` and `L22` are inverted in place.
+fn invert_lower_in_place(a: MatMut<'_, f64>) {
+    let n = a.nrows();
+    if n <= TRI_LEAF {
+        let copy = a.rb().to_owned();
+        faer::linalg::triangular_inverse::invert_lower_triangular(a, copy.as_ref(), par());
+        return;
+    }
+    let h = n / 2;
+    let (l11, _, mut l21, l22) = a.split_at_mut(h, h);
+    // L21 <- L22^-1 L21, then L21 <- -L21 L11^-1 (as L11^-T L21^T, an upper solve).
+    solve_lower_triangular_in_place(l22.rb(), l21.rb_mut(), par());
+    solve_upper_triangular_in_place(l11.rb().transpose(), l21.rb_mut().transpose_mut(), par());
+    for j in 0..h {
+        for v in l21.rb_mut().col_mut(j).iter_mut() {
+            *v = -*v;
+        }
+    }
+    invert_lower_in_place(l11);
+    invert_lower_in_place(l22);
+}
+
+/// Lower Cholesky factor of a symmetric matrix without the condition check, `None` if it is
+/// not numerically positive definite (for preconditioners, where any SPD factor will do).
+pub fn try_cholesky(a: DMatrix<f64>) -> Option<DMatrix<f64>> {
+    let mut a = a;
+    if a.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    potrf(&mut a).ok()?;
+    Some(a)
+}
+
+/// Reciprocal condition estimate of the matrix whose diagonal was `diag` and whose Cholesky
+/// factor now sits in the lower triangle of `a`: `(min_j r_j / max_j r_j)^2` with
+/// `r_j = L_jj / sqrt(a_jj)`, the diagonal of the factor of the Jacobi-equilibrated matrix
+/// `D^-1/2 A D^-1/2`. Unlike `L_jj` alone it does not change with the units of the features
+/// (a feature in millimetres instead of kilometres), only with genuine near-collinearity.
+fn rcond_of_factor(a: &DMatrix<f64>, diag: &[f64]) -> f64 {
+    let (lo, hi) = diag
+        .iter()
+        .enumerate()
+        .map(|(j, d)| a[(j, j)] / d.sqrt())
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    (lo / hi).powi(2)
+}
+
+/// Factors in place, with the finiteness, positive-definiteness and condition checks of
+/// [`cholesky`].
+fn checked_potrf(a: &mut DMatrix<f64>, what: &str) -> Result<()> {
+    if a.iter().any(|v| !v.is_finite()) {
+        return Err(Error::SingularInformation {
+            detail: format!("{what} has non-finite entries"),
+        });
+    }
+    let diag: Vec<f64> = a.diagonal().iter().copied().collect();
+    potrf(a).map_err(|j| Error::SingularInformation {
+        detail: format!("{what} is not positive definite (pivot {j})"),
+    })?;
+    let rcond = rcond_of_factor(a, &diag);
+    if rcond.is_nan() || rcond < RCOND_MIN {
+        return Err(Error::SingularInformation {
+            detail: format!(
+                "{what} is ill-conditioned (reciprocal condition estimate {rcond:.3e} < {RCOND_MIN:.0e})"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Lower Cholesky factor `L` (`a = L L^T`) of a symmetric positive-definite matrix, with a
+/// reciprocal-condition check. `what` names the matrix in the error message. Only the lower
+/// triangle of `a` is read. faer's blocked factorisation on the current rayon pool.
+///
+/// Errors with [`Error::SingularInformation`] when `a` has non-finite entries, the
+/// factorisation fails (not positive definite) or the estimate `(min r_j / max r_j)^2` of
+/// the equilibrated factor is below [`RCOND_MIN`].
+pub fn cholesky(a: &DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
+    let mut l = a.clone();
+    checked_potrf(&mut l, what)?;
+    Ok(l)
+}
+
+/// In-place inverse of a lower-triangular matrix with zero strict upper triangle (blocked,
+/// parallel, no extra `n x n` buffer). No checks: the diagonal must be non-zero.
+pub fn lower_inverse_in_place(l: &mut DMatrix<f64>) {
+    invert_lower_in_place(view_mut(l));
+}
+
+/// Inverse of a symmetric positive-definite matrix via its Cholesky factor (checked as
+/// [`cholesky`]): `a^-1 = L^-T L^-1`, the lower triangle by faer's triangular product, then
+/// mirrored: the result is exactly symmetric.
+pub fn spd_inverse(a: &DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
+    let mut x = cholesky(a, what)?;
+    lower_inverse_in_place(&mut x);
+    let n = x.nrows();
+    let mut inv = DMatrix::<f64>::zeros(n, n);
+    let xv = view(&x);
+    triangular::matmul(
+        view_mut(&mut inv),
+        BlockStructure::TriangularLower,
+        Accum::Replace,
+        xv.transpose(),
+        BlockStructure::TriangularUpper,
+        xv,
+        BlockStructure::TriangularLower,
+        1.0,
+        par(),
+    );
+    mirror_lower(inv.as_mut_slice(), n);
+    Ok(inv)
+}
+
+/// Maps the lower triangle of an `n x n` matrix through `(i, j) -> (n-1-j, n-1-i)` (the
+/// transpose across the anti-diagonal), in place.
+fn anti_transpose_lower(a: &mut DMatrix<f64>) {
+    let n = a.nrows();
+    let s = a.as_mut_slice();
+    for j in 0..n {
+        for i in j..n {
+            let (i2, j2) = (n - 1 - j, n - 1 - i);
+            // Visit each pair once: (i, j) before its image in column-major order.
+            if (j, i) < (j2, i2) {
+                s.swap(j * n + i, j2 * n + i2);
+            }
+        }
+    }
+}
+
+/// The lower Cholesky factor `L` of the *inverse* of a symmetric positive-definite matrix:
+/// `L L^T = a^-1`, `L` lower triangular with positive diagonal (so it is the Cholesky factor
+/// of `a^-1`, computed without forming `a^-1`). Only the lower triangle of `a` is read.
+///
+/// With `J` the reversal permutation, `J a J = R R^T` gives `a^-1 = (J R^-T J)(J R^-T J)^T`
+/// and `J R^-T J` is lower triangular: one Cholesky factorisation and one triangular inverse,
+/// about `2 d^3 / 3` flops, all in place.
+///
+/// Errors as [`cholesky`] (the condition check applies to `a`'s reversed factor).
+pub fn spd_inverse_factor(a: DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
+    let mut a = a;
+    anti_transpose_lower(&mut a);
+    checked_potrf(&mut a, what)?;
+    lower_inverse_in_place(&mut a);
+    // X = R^-1 is lower; J X^T J is its anti-transpose.
+    anti_transpose_lower(&mut a);
+    Ok(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_spd(p: usize, seed: u64) -> DMatrix<f64> {
+        let mut s = seed;
+        let mut next = || {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        };
+        let b = DMatrix::from_fn(p, p + 5, |_, _| next());
+        &b * b.transpose() / p as f64 + DMatrix::identity(p, p) * 0.01
+    }
+
+    #[test]
+    fn cholesky_inverse_and_factor_of_inverse() {
+        for &p in &[1usize, 7, 130, 300, 600] {
+            let a = random_spd(p, p as u64);
+            let l = cholesky(&a, "A").unwrap();
+            for j in 1..p {
+                for i in 0..j {
+                    assert_eq!(l[(i, j)], 0.0);
+                }
+            }
+            let scale = a.abs().max();
+            assert!(
+                (&l * l.transpose() - &a).abs().max() < 1e-12 * scale,
+                "p = {p}"
+            );
+            let reference = nalgebra::Cholesky::new(a.clone()).unwrap().unpack();
+            assert!((&l - &reference).abs().max() < 1e-10);
+            let mut x = l.clone();
+            lower_inverse_in_place(&mut x);
+            for j in 1..p {
+                for i in 0..j {
+                    assert_eq!(x[(i, j)], 0.0);
+                }
+            }
+            assert!(
+                (&x * &l - DMatrix::identity(p, p)).abs().max() < 1e-9,
+                "p = {p}"
+            );
+            let inv = spd_inverse(&a, "A").unwrap();
+            assert_eq!(inv, inv.transpose());
+            assert!(
+                (&a * &inv - DMatrix::identity(p, p)).abs().max() < 1e-9,
+                "p = {p}"
+            );
+            let f = spd_inverse_factor(a.clone(), "A").unwrap();
+            for j in 1..p {
+                for i in 0..j {
+                    assert_eq!(f[(i, j)], 0.0);
+                }
+                assert!(f[(j, j)] > 0.0);
+            }
+            assert!((&f * f.transpose() - &inv).abs().max() < 1e-9 * inv.abs().max());
+        }
+    }
+
+    #[test]
+    fn routines_do_not_depend_on_thread_count() {
+        let a = random_spd(700, 3);
+        let on = |t: usize| {
+            crate::parallel::thread_pool(t).unwrap().install(|| {
+                (
+                    spd_inverse_factor(a.clone(), "A").unwrap(),
+                    spd_inverse(&a, "A").unwrap(),
+                )
+            })
+        };
+        let one = on(1);
+        assert_eq!(one, on(2));
+        assert_eq!(one, on(5));
+    }
+
+    #[test]
+    fn singular_matrix_is_reported() {
+        let a = DMatrix::from_row_slice(2, 2, &[1.0, 1.0, 1.0, 1.0]);
+        assert!(matches!(
+            spd_inverse(&a, "I"),
+            Err(Error::SingularInformation { .. })
+        ));
+        // Nearly collinear columns (correlation 1 - 5e-15) are ill-conditioned...
+        let b = DMatrix::from_row_slice(2, 2, &[1.0, 1.0, 1.0, 1.0 + 1e-14]);
+        assert!(matches!(
+            cholesky(&b, "I"),
+            Err(Error::SingularInformation { .. })
+        ));
+        // ...but a badly scaled diagonal is only a change of units: accepted.
+        let units = DMatrix::from_row_slice(2, 2, &[1.0, 0.0, 0.0, 1e-15]);
+        assert!(cholesky(&units, "I").is_ok());
+        assert!(matches!(
+            spd_inverse_factor(b, "I"),
+            Err(Error::SingularInformation { .. })
+        ));
+        let nan = DMatrix::from_row_slice(2, 2, &[1.0, f64::NAN, f64::NAN, 1.0]);
+        assert!(matches!(
+            cholesky(&nan, "I"),
+            Err(Error::SingularInformation { .. })
+        ));
+        assert!(try_cholesky(nan).is_none());
+        let c = DMatrix::from_row_slice(2, 2, &[2.0, 1.0, 1.0, 2.0]);
+        let inv = spd_inverse(&c, "I").unwrap();
+        assert!((&c * inv - DMatrix::identity(2, 2)).abs().max() < 1e-14);
+    }
+}

@@ -1,0 +1,261 @@
+//! Dense linear algebra the estimator needs.
+//!
+//! The kernels are [faer](https://docs.rs/faer)'s — GEMM, the triangular (SYRK-shaped) product
+//! of the Gram matrices, Cholesky, triangular solves — called on zero-copy views of the
+//! crate's buffers. What is kept here is this domain's:
+//!
+//! * [`gram`], [`gram_f32`]: the streamed Gram driver — the information matrices are Gram
+//!   matrices of per-sample vectors that are never all materialised: rows are produced in
+//!   blocks of a height fixed by the row length, and each block is added into the lower
+//!   triangle by faer's triangular product (`gram.rs`);
+//! * [`cholesky`], [`spd_inverse`], [`spd_inverse_factor`], [`try_cholesky`],
+//!   [`lower_inverse_in_place`]: factorisations with the scale-invariant condition check
+//!   ([`RCOND_MIN`]) that turns a singular or ill-conditioned matrix into an error instead of
+//!   a NaN, and in-place triangular inverses (`cholesky.rs`);
+//! * [`PackedLower`]: the packed scoring kernel of the reward standard errors, and the
+//!   triangular matrix-vector products of Newton-CG's preconditioner (`packed.rs`);
+//! * [`dot`], [`axpy`] and the [`Element`] row kernels with their AVX2 + FMA path (`simd.rs`).
+//!
+//! **Containers.** Matrices are `nalgebra::DMatrix<f64>` (column-major) everywhere in the
+//! crate's API and its statistics modules: nalgebra is the container and the small-matrix
+//! toolbox (block views, transposes, the `d2 x d2` solves of the gamma block). Every
+//! `O(d^3)` or `O(n d^2)` operation goes through this module to faer, which works on a
+//! borrowed view of the same column-major buffer (`MatRef::from_column_major_slice`): no
+//! copy, no second container type in the hot path.
+//!
+//! **Threads.** faer runs on the current rayon pool (`Par::rayon(0)`). Its blocking depends on
+//! the matrix shapes, not on the thread count, so results do not depend on the thread count;
+//! faer does not document this, so the tests here and the crate's 1/2/5-thread tests guard it.
+
+mod cholesky;
+mod gram;
+mod packed;
+mod simd;
+
+pub use cholesky::{
+    cholesky, lower_inverse_in_place, spd_inverse, spd_inverse_factor, try_cholesky, RCOND_MIN,
+};
+pub use gram::{gram, gram_f32};
+pub use packed::{lower_matvec, lower_t_matvec, PackedLower};
+pub use simd::{axpy, axpy_f32, dot, dot_f32, has_fma, Element};
+
+use faer::linalg::matmul::triangular::{self, BlockStructure};
+use faer::{Accum, MatMut, MatRef, Par};
+use nalgebra::DMatrix;
+
+/// Scalars the kernels run in (`f64`, and `f32` for the single-precision preconditioner).
+pub(crate) trait Scalar:
+    Copy + Send + Sync + Default + 'static + faer::traits::ComplexField
+{
+    /// Conversion from `f64` (rounded for `f32`).
+    fn from_f64(v: f64) -> Self;
+    /// Conversion to `f64` (exact).
+    fn to_f64(self) -> f64;
+}
+
+impl Scalar for f64 {
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+
+impl Scalar for f32 {
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+/// faer's parallelism: the current rayon pool, all its threads.
+fn par() -> Par {
+    Par::rayon(0)
+}
+
+/// The faer view of a `DMatrix` (column-major, no copy).
+fn view(m: &DMatrix<f64>) -> MatRef<'_, f64> {
+    MatRef::from_column_major_slice(m.as_slice(), m.nrows(), m.ncols())
+}
+
+/// The writable faer view of a `DMatrix` (column-major, no copy).
+fn view_mut(m: &mut DMatrix<f64>) -> MatMut<'_, f64> {
+    let (r, c) = m.shape();
+    MatMut::from_column_major_slice_mut(m.as_mut_slice(), r, c)
+}
+
+/// `a * b` for column-major `DMatrix`es. Panics if the inner dimensions differ.
+pub fn matmul(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
+    assert_eq!(a.ncols(), b.nrows(), "matmul: inner dimensions differ");
+    let mut c = DMatrix::<f64>::zeros(a.nrows(), b.ncols());
+    faer::linalg::matmul::matmul(
+        view_mut(&mut c),
+        Accum::Replace,
+        view(a),
+        view(b),
+        1.0,
+        par(),
+    );
+    c
+}
+
+/// `a^T * b` for column-major `DMatrix`es (see [`matmul`]).
+pub fn matmul_tn(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
+    assert_eq!(a.nrows(), b.nrows(), "matmul_tn: inner dimensions differ");
+    let mut c = DMatrix::<f64>::zeros(a.ncols(), b.ncols());
+    faer::linalg::matmul::matmul(
+        view_mut(&mut c),
+        Accum::Replace,
+        view(a).transpose(),
+        view(b),
+        1.0,
+        par(),
+    );
+    c
+}
+
+/// Row-major `f32` product `a (m x k) * b (k x n)` (used to measure the machine's `sgemm`
+/// rate).
+pub fn matmul_f32(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32> {
+    assert_eq!(a.len(), m * k, "matmul_f32: a is not m x k");
+    assert_eq!(b.len(), k * n, "matmul_f32: b is not k x n");
+    let mut c = vec![0.0f32; m * n];
+    faer::linalg::matmul::matmul(
+        MatMut::from_row_major_slice_mut(&mut c, m, n),
+        Accum::Replace,
+        MatRef::from_row_major_slice(a, m, k),
+        MatRef::from_row_major_slice(b, k, n),
+        1.0,
+        par(),
+    );
+    c
+}
+
+/// Output rows per task of [`gemm_tn_rows`].
+const TN_ROWS: usize = 256;
+
+/// `A^T B` (`p x q`, column-major) for `A` (`n x p`) and `B` (`n x q`) given row-major, in
+/// precision `T`: the cross blocks `Z^T M` of the information (`n` in the tens of thousands,
+/// `q = d2` small). faer's parallel GEMM splits such a narrow product poorly (measured 4x
+/// slower than tiles at the paper's shape), so the output is cut into blocks of
+/// [`TN_ROWS`] rows, one sequential faer GEMM over the full `n` each, in parallel on the
+/// current rayon pool: each output element is computed by one task, independent of the
+/// thread count.
+pub(crate) fn gemm_tn_rows<T: Scalar>(a: &[T], b: &[T], n: usize, p: usize, q: usize) -> Vec<T> {
+    use rayon::prelude::*;
+    assert_eq!(a.len(), n * p, "gemm_tn_rows: a is not n x p");
+    assert_eq!(b.len(), n * q, "gemm_tn_rows: b is not n x q");
+    let mut rows = vec![T::default(); p * q]; // row-major p x q
+    if q > 0 {
+        let (av, bv) = (
+            MatRef::from_row_major_slice(a, n, p),
+            MatRef::from_row_major_slice(b, n, q),
+        );
+        rows.par_chunks_mut(TN_ROWS * q)
+            .enumerate()
+            .for_each(|(t, out)| {
+                let (r0, m) = (t * TN_ROWS, out.len() / q);
+                faer::linalg::matmul::matmul(
+                    MatMut::from_row_major_slice_mut(out, m, q),
+                    Accum::Replace,
+                    av.subcols(r0, m).transpose(),
+                    bv,
+                    T::from_f64(1.0),
+                    Par::Seq,
+                );
+            });
+    }
+    // Column-major for the caller.
+    let mut c = vec![T::default(); p * q];
+    for i in 0..p {
+        for j in 0..q {
+            c[j * p + i] = rows[i * q + j];
+        }
+    }
+    c
+}
+
+/// `lower(s) += alpha w w^T` (the SYRK update, `w` is `p x k`): only the lower triangle of
+/// `s` (`p x p`) is written; its strict upper triangle is left as it was.
+pub fn lower_rank_update(s: &mut DMatrix<f64>, alpha: f64, w: &DMatrix<f64>) {
+    assert_eq!(s.nrows(), w.nrows(), "lower_rank_update: row counts differ");
+    let w = view(w);
+    triangular::matmul(
+        view_mut(s),
+        BlockStructure::TriangularLower,
+        Accum::Add,
+        w,
+        BlockStructure::Rectangular,
+        w.transpose(),
+        BlockStructure::Rectangular,
+        alpha,
+        par(),
+    );
+}
+
+/// Copies the lower triangle of a square column-major buffer over its upper triangle.
+fn mirror_lower<T: Copy>(a: &mut [T], p: usize) {
+    for j in 0..p {
+        for i in j + 1..p {
+            a[i * p + j] = a[j * p + i];
+        }
+    }
+}
+
+/// Replaces `a` by `(a + a^T) / 2`.
+pub fn symmetrize(a: &mut DMatrix<f64>) {
+    let p = a.nrows();
+    for i in 0..p {
+        for j in 0..i {
+            let v = 0.5 * (a[(i, j)] + a[(j, i)]);
+            a[(i, j)] = v;
+            a[(j, i)] = v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn products_match_nalgebra_and_do_not_depend_on_thread_count() {
+        let a = DMatrix::from_fn(300, 170, |i, j| ((i * 7 + j * 3) % 11) as f64 - 5.0);
+        let b = DMatrix::from_fn(170, 260, |i, j| ((i * 5 + j * 13) % 7) as f64 * 0.25);
+        let want = &a * &b;
+        let on = |t: usize| {
+            crate::parallel::thread_pool(t)
+                .unwrap()
+                .install(|| (matmul(&a, &b), matmul_tn(&a.transpose(), &b)))
+        };
+        let (one, one_tn) = on(1);
+        assert_eq!((one.clone(), one_tn.clone()), on(3));
+        assert!((&one - &want).abs().max() < 1e-9);
+        assert!((&one_tn - &want).abs().max() < 1e-9);
+        let af: Vec<f32> = a.transpose().iter().map(|&v| v as f32).collect(); // row-major a
+        let bf: Vec<f32> = b.transpose().iter().map(|&v| v as f32).collect();
+        let cf = matmul_f32(&af, &bf, 300, 170, 260);
+        assert!((f64::from(cf[5 * 260 + 7]) - want[(5, 7)]).abs() < 1e-3);
+        // A^T B from row-major A (here: a^T, 170 x 300) and B (170 x 260): = a * b.
+        let at_rows: Vec<f64> = a.iter().copied().collect(); // a column-major = a^T row-major
+        let b_rows: Vec<f64> = b.transpose().iter().copied().collect();
+        let c = gemm_tn_rows(&at_rows, &b_rows, 170, 300, 260);
+        assert!((DMatrix::from_vec(300, 260, c) - &want).abs().max() < 1e-9);
+        let mut s = DMatrix::<f64>::identity(300, 300);
+        lower_rank_update(&mut s, -0.5, &a);
+        let full = DMatrix::<f64>::identity(300, 300) - &a * a.transpose() * 0.5;
+        for j in 0..300 {
+            for i in 0..300 {
+                let want = if i >= j {
+                    full[(i, j)]
+                } else {
+                    f64::from(u8::from(i == j))
+                };
+                assert!((s[(i, j)] - want).abs() < 1e-9, "({i}, {j})");
+            }
+        }
+    }
+}
