@@ -26,6 +26,7 @@
 //! Everything is deterministic for a seed whatever the thread count: draw `b` has its own
 //! random stream and the draws are collected in order.
 
+pub mod batched;
 pub mod draws;
 pub mod resized;
 
