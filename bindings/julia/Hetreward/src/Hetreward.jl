@@ -287,6 +287,11 @@ hetreward_model_rationality(model, psi0, psi, d2, out_sigma, out_se) =
         psi::Ptr{Cdouble}, d2::Csize_t, out_sigma::Ptr{Cdouble},
         out_se::Ptr{Cdouble})::hetreward_status
 
+hetreward_model_rationality_interval(model, psi0, psi, d2, alpha, out) =
+    @ccall libhetreward.hetreward_model_rationality_interval(model::Ptr{hetreward_model},
+        psi0::Cdouble, psi::Ptr{Cdouble}, d2::Csize_t, alpha::Cdouble,
+        out::Ptr{hetreward_reward})::hetreward_status
+
 hetreward_model_intervals(model, out_info) =
     @ccall libhetreward.hetreward_model_intervals(model::Ptr{hetreward_model},
         out_info::Ptr{hetreward_interval_info})::hetreward_status
@@ -802,6 +807,20 @@ function rationality(model::Model, psi0::Real, psi::Vector{Float64})
     GC.@preserve model psi check(hetreward_model_rationality(live(model), psi0, pointer(psi),
                                                              length(psi), sigma, se))
     return sigma[], se[]
+end
+
+"""
+    rationality_interval(model, psi0, psi; alpha=0.05) -> Reward
+
+sigma_hat with its SE and (1 - alpha) interval under the model's interval method (`reward`
+holds sigma; for a bootstrap model the percentile interval of the refits' rationalities).
+"""
+function rationality_interval(model::Model, psi0::Real, psi::Vector{Float64}; alpha::Real=0.05)
+    out = Ref{Reward}()
+    GC.@preserve model psi check(hetreward_model_rationality_interval(live(model), psi0,
+                                                                      pointer(psi), length(psi),
+                                                                      alpha, out))
+    return out[]
 end
 
 """
