@@ -239,6 +239,27 @@ fn diagnostics_warn_where_wald_under_covers() {
     if d.mle_finite && d.diverged_share <= 0.05 {
         assert!(d.warning.is_none(), "{:?}", d.warning);
     }
+    // Many diverged refits: a warning that the bootstrap under-covers there (not only above
+    // the threshold).
+    let with_diverged = |diverged: usize| {
+        let cal = Calibration::from_parts(
+            IntervalMethod::Bootstrap,
+            IntervalMethod::Bootstrap,
+            20,
+            5,
+            diverged,
+            [1.0; 3],
+            vec![0.0; 2],
+            vec![0.5; 20 * 3],
+            vec![0.1; 20 * 2],
+            3,
+            2,
+        )
+        .unwrap();
+        diagnostics(200, boot.params(), boot.report(), &cal).warning
+    };
+    assert!(with_diverged(3).unwrap().contains("under-cover"));
+    assert!(with_diverged(1).is_none_or(|w| !w.contains("did not converge")));
     // Large n: no warning.
     let big = homogeneous(20_000, &[0.5, -1.0], 1);
     assert!(fit(&big, IntervalMethod::Wald, None, 0)
