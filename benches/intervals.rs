@@ -7,8 +7,8 @@
 //! * time per fit (fit + covariance + the method's refits) with each method, against one
 //!   plain (Wald) fit of the same data measured in the same run, at the paper's §6.1 design
 //!   (n = 200) and at the LLM application's shape scaled down (n = 3400, d1 = 205, d2 = 4);
-//!   with `--paper`, plain and resized at paper scale (n = 33,845, d1 = 2048, d2 = 38,
-//!   `sim::high_dimensional`, z in f64);
+//!   with `--paper`, plain, resized and bootstrap at paper scale (n = 33,845, d1 = 2048,
+//!   d2 = 38, `sim::high_dimensional`, z in f64);
 //! * pBoN of 128 candidates, 1 thread, with each method's model: Wald (`d1^2 / 2` per answer,
 //!   pruned), bootstrap draws (`B d1` per answer, B = 400) and resized (B = 100), at d1 = 205
 //!   and d1 = 2048.
@@ -225,6 +225,7 @@ fn main() {
             &[
                 (IntervalMethod::Wald, None),
                 (IntervalMethod::Resized, None),
+                (IntervalMethod::Bootstrap, None),
             ],
             1,
             threads,

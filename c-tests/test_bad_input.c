@@ -988,6 +988,25 @@ static void model_scoring_cases(const hetreward_model *other) {
          hetreward_model_coefficients(model, HETREWARD_COEFFICIENTS_ALL, 0.05, NULL, 0, &out_len));
     CHECK(out_len == D1 + D2);
     reset_outputs();
+    function_header("hetreward_model_rationality_interval");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_rationality_interval(NULL, 1.0, psi, D2, 0.05, out_rewards));
+    CASE("psi", "NULL with d2 > 0", HETREWARD_NULL_POINTER, "`psi`",
+         hetreward_model_rationality_interval(model, 1.0, NULL, D2, 0.05, out_rewards));
+    CASE("d2", "3 (the model has d2 = 2)", HETREWARD_DIMENSION_MISMATCH, "`d2`",
+         hetreward_model_rationality_interval(model, 1.0, psi, D2 + 1, 0.05, out_rewards));
+    CASE("psi0", "NaN", HETREWARD_NON_FINITE, "`psi0`",
+         hetreward_model_rationality_interval(model, NAN, psi, D2, 0.05, out_rewards));
+    psi[1] = INFINITY;
+    CASE("psi", "+Inf at [1]", HETREWARD_NON_FINITE, "`psi` at index 1",
+         hetreward_model_rationality_interval(model, 1.0, psi, D2, 0.05, out_rewards));
+    psi[1] = 0.5;
+    CASE("alpha", "0", HETREWARD_INVALID_ARGUMENT, "`alpha`" SEP "(0, 1)",
+         hetreward_model_rationality_interval(model, 1.0, psi, D2, 0.0, out_rewards));
+    CASE("alpha", "NaN", HETREWARD_INVALID_ARGUMENT, "`alpha`",
+         hetreward_model_rationality_interval(model, 1.0, psi, D2, NAN, out_rewards));
+    CASE("out", "NULL", HETREWARD_NULL_POINTER, "`out`",
+         hetreward_model_rationality_interval(model, 1.0, psi, D2, 0.05, NULL));
 #undef RESTORE
     free(bad);
     free(wide);

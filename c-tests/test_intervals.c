@@ -1,7 +1,8 @@
 /* test_intervals: calibrated interval methods through the C ABI (issue 11) — the appended
  * fit-params fields, a params struct from the previous header version (malloc'd at exactly
  * its size, so valgrind sees any read past it), the interval getter, the warning, the Wald
- * copy, and the method surviving a save/load round trip. */
+ * copy, the rationality interval from the draws, and the method surviving a save/load round
+ * trip. */
 #include "common.h"
 
 /* hetreward_fit_params as the first version of the header declared it. */
@@ -87,6 +88,25 @@ static void check_bootstrap_model(const test_data *d) {
     /* Compare: the difference interval from the same draws, whatever the method. */
     CHECK_OK(hetreward_model_compare(model, phi, phi + D1, 1, D1, 0.05, HETREWARD_DIFF_BOUND, &c));
     CHECK(c.lower <= c.diff && c.diff <= c.upper);
+    /* Rationality: the percentile interval of the stored draws, not sigma +- q se (whose
+     * symmetric form the Wald copy gives). */
+    {
+        double psi[D2], sigma, se;
+        hetreward_reward ri, narrow, wi;
+        size_t k;
+        for (k = 0; k < D2; k++) psi[k] = 0.5;
+        CHECK_OK(hetreward_model_rationality(model, 1.0, psi, D2, &sigma, &se));
+        CHECK_OK(hetreward_model_rationality_interval(model, 1.0, psi, D2, 0.05, &ri));
+        CHECK(ri.reward == sigma && ri.se == se);
+        CHECK(ri.lower < ri.upper);
+        CHECK(!close_to(ri.upper - ri.reward, ri.reward - ri.lower, 1e-9));
+        CHECK_OK(hetreward_model_rationality_interval(model, 1.0, psi, D2, 0.5, &narrow));
+        CHECK(ri.lower <= narrow.lower && narrow.upper <= ri.upper);
+        CHECK_OK(hetreward_model_rationality_interval(wald, 1.0, psi, D2, 0.05, &wi));
+        CHECK(wi.reward == sigma);
+        CHECK(close_to(wi.upper - wi.reward, 1.959963984540054 * wi.se, 1e-9));
+        CHECK(close_to(wi.reward - wi.lower, 1.959963984540054 * wi.se, 1e-9));
+    }
     /* The method survives a round trip through the model format. */
     CHECK_OK(hetreward_model_save_buffer(model, NULL, 0, &size));
     buf = (uint8_t *)checked_malloc(size);

@@ -429,6 +429,28 @@ typedef struct hetreward_interval_info {
 } hetreward_interval_info;
 
 /**
+ * A reward with its standard error and (1 - alpha) confidence interval.
+ */
+typedef struct hetreward_reward {
+    /**
+     * r = theta . phi.
+     */
+    double reward;
+    /**
+     * se(phi) = sqrt(phi^T S_theta^2 phi / n).
+     */
+    double se;
+    /**
+     * reward - q_{1-alpha/2} se (the pessimistic reward of pBoN).
+     */
+    double lower;
+    /**
+     * reward + q_{1-alpha/2} se.
+     */
+    double upper;
+} hetreward_reward;
+
+/**
  * Why the solver stopped: one of the HETREWARD_TERMINATION_* values.
  */
 typedef uint32_t hetreward_termination;
@@ -482,28 +504,6 @@ typedef struct hetreward_fit_report {
      */
     double tol;
 } hetreward_fit_report;
-
-/**
- * A reward with its standard error and (1 - alpha) confidence interval.
- */
-typedef struct hetreward_reward {
-    /**
-     * r = theta . phi.
-     */
-    double reward;
-    /**
-     * se(phi) = sqrt(phi^T S_theta^2 phi / n).
-     */
-    double se;
-    /**
-     * reward - q_{1-alpha/2} se (the pessimistic reward of pBoN).
-     */
-    double lower;
-    /**
-     * reward + q_{1-alpha/2} se.
-     */
-    double upper;
-} hetreward_reward;
 
 /**
  * How the variance of a reward difference is computed: one of HETREWARD_DIFF_*.
@@ -1069,6 +1069,26 @@ hetreward_status hetreward_model_interval_warning(const struct hetreward_model *
  */
 hetreward_status hetreward_model_wald(const struct hetreward_model *model,
                                       struct hetreward_model **out_model);
+
+/**
+ * Rationality of an annotator profile, sigma_hat = psi0 + gamma_hat . psi, with its
+ * (1 - alpha) interval under the model's interval method: Wald `sigma_hat +- q se`; for a
+ * bootstrap model the percentile interval of the stored refits' rationalities
+ * `psi0 + gamma*_b . psi` (exact, not `+- q se`); for a resized model `sigma_hat - bias . psi
+ * +- q SD*`. `psi` has `d2` values (NULL allowed when d2 = 0); `d2` must equal the model's d2;
+ * `alpha` in (0, 1).
+ *
+ * Writes `*out` (`reward` holds sigma; `se` the matching spread, as
+ * hetreward_model_rationality() reports). Returns HETREWARD_NULL_POINTER,
+ * HETREWARD_DIMENSION_MISMATCH, HETREWARD_NON_FINITE, HETREWARD_INVALID_ARGUMENT (alpha).
+ * Thread-safe.
+ */
+hetreward_status hetreward_model_rationality_interval(const struct hetreward_model *model,
+                                                      double psi0,
+                                                      const double *psi,
+                                                      size_t d2,
+                                                      double alpha,
+                                                      struct hetreward_reward *out);
 
 /**
  * Training sample size n of a model; 0 if `model` is NULL. Thread-safe.

@@ -831,6 +831,18 @@ func TestIntervalsAutoAndWaldCopy(t *testing.T) {
 	if err != nil || wi.Method != hetreward.IntervalsWald {
 		t.Fatalf("wald copy: %+v %v", wi, err)
 	}
+	psi := []float64{0.5, 0.5}
+	sigma, se, err := m.Rationality(1, psi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := m.RationalityInterval(1, psi, 0.05)
+	if err != nil || ri.Reward != sigma || ri.SE != se || !(ri.Lower < ri.Upper) {
+		t.Fatalf("rationality interval: %+v %v (sigma %v se %v)", ri, err, sigma, se)
+	}
+	if _, err := m.RationalityInterval(1, psi, 0); err == nil {
+		t.Fatal("alpha = 0 accepted")
+	}
 	p.BootstrapReps = 5
 	if _, err := hetreward.NewFitter(p); err == nil {
 		t.Fatal("B = 5 accepted")

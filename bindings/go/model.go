@@ -293,6 +293,24 @@ func (m *Model) Rationality(psi0 float64, psi []float64) (sigma, se float64, err
 	return float64(s), float64(e), nil
 }
 
+// RationalityInterval returns sigma_hat = psi0 + gamma_hat . psi with its standard error and
+// (1 - alpha) interval under the model's interval method (Reward holds sigma; for a bootstrap
+// model the percentile interval of the refits' rationalities, not sigma +- q se).
+func (m *Model) RationalityInterval(psi0 float64, psi []float64, alpha float64) (Reward, error) {
+	if m.p == nil {
+		return Reward{}, ErrClosed
+	}
+	var r C.hetreward_reward
+	err := call(func() C.hetreward_status {
+		return C.hetreward_model_rationality_interval(m.p, C.double(psi0), f64ptr(psi), C.size_t(len(psi)), C.double(alpha), &r)
+	})
+	runtime.KeepAlive(m)
+	if err != nil {
+		return Reward{}, err
+	}
+	return toReward(&r), nil
+}
+
 // Save writes the model file (atomically: a temporary file is renamed over path).
 func (m *Model) Save(path string) error {
 	if m.p == nil {

@@ -1,22 +1,26 @@
 //! Parametric bootstrap draws: labels redrawn from a model `(theta, gamma)` on the training
 //! covariates, each sample refitted by warm-started Newton ([`crate::fit::refit`]).
 //!
+//! Problems that [`crate::fit::refit`] solves by Newton-CG (more than
+//! [`crate::fit::DENSE_NEWTON_MAX_PARAMS`] parameters) are refitted together instead
+//! ([`super::batched`]: the Hessian products of all refits as GEMMs over z).
+//!
 //! Draw `b` of stream `k` uses its own ChaCha8 stream seeded from `(seed, k, b)`, the draws run
 //! in parallel on the current rayon pool and are collected in order: the result is the same
 //! for any thread count. A refit that does not converge within [`REFIT_MAX_ITER`] iterations
 //! (it runs off towards `|gamma| -> infinity`, or the resample is separated) is kept at its
 //! last finite iterate and counted in [`Draws::diverged`].
 
+use super::batched::{self, DataFactor};
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::Result;
-use crate::fit::{newton_cg::DataPreconditioner, refit, refit_uses_cg, Termination};
+use crate::fit::{refit, refit_uses_cg, Termination};
 use crate::linalg::{dot, dot_f32};
 use crate::model::{sigmoid, Params};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 /// Iteration cap of one refit (warm starts converge in a handful; refits in the valley are
 /// stopped here and counted as diverged).
@@ -37,12 +41,12 @@ pub enum Stream {
     Resized,
 }
 
-/// What every refit shares: the tolerance, the cancellation flag, and Newton-CG's data
-/// preconditioner (built once, label-free).
+/// What every refit shares: the tolerance, the cancellation flag, and, for large problems,
+/// the batched refits' data preconditioner (built once, label-free).
 pub struct Settings<'a> {
     tol: f64,
     cancel: Option<&'a AtomicBool>,
-    preconditioner: Option<Arc<DataPreconditioner>>,
+    factor: Option<DataFactor>,
 }
 
 impl<'a> Settings<'a> {
@@ -51,7 +55,7 @@ impl<'a> Settings<'a> {
         Settings {
             tol: tol.max(REFIT_TOL),
             cancel,
-            preconditioner: refit_uses_cg(data).then(|| Arc::new(DataPreconditioner::new(data))),
+            factor: refit_uses_cg(data).then(|| DataFactor::new(data)),
         }
     }
 }
@@ -133,28 +137,25 @@ pub fn parametric(
     settings: &Settings,
 ) -> Result<Draws> {
     let u = logits(data, truth);
-    let runs: Vec<Result<(Params, bool)>> = (0..reps)
-        .into_par_iter()
-        .map(|b| {
-            let sample = data.with_labels(labels(&u, seed, stream, b));
-            let run = refit(
-                &sample,
-                start.clone(),
-                settings.tol,
-                REFIT_MAX_ITER,
-                settings.preconditioner.clone(),
-                settings.cancel,
-            )?;
-            let converged = run.termination == Termination::Converged;
-            // A refit whose iterate overflowed is kept at the start (never at infinity).
-            let params = if run.state.params.is_finite() {
-                run.state.params
-            } else {
-                start.clone()
-            };
-            Ok((params, converged))
-        })
-        .collect();
+    let runs: Vec<Result<(Params, bool)>> = if let Some(factor) = &settings.factor {
+        batched::refits(
+            data,
+            factor,
+            &u,
+            start,
+            reps,
+            seed,
+            stream,
+            settings.tol,
+            REFIT_MAX_ITER,
+            settings.cancel,
+        )?
+        .into_iter()
+        .map(|(p, converged)| Ok((if p.is_finite() { p } else { start.clone() }, converged)))
+        .collect()
+    } else {
+        sequential(data, &u, start, reps, seed, stream, settings)
+    };
     let (d1, d2) = (data.d1(), data.d2());
     let mut out = Draws {
         theta: Vec::with_capacity(reps * d1),
@@ -168,6 +169,40 @@ pub fn parametric(
         out.diverged += usize::from(!converged);
     }
     Ok(out)
+}
+
+/// The refits one after another through the pool (small problems: dense Newton per refit).
+fn sequential(
+    data: &Dataset,
+    u: &[f64],
+    start: &Params,
+    reps: usize,
+    seed: u64,
+    stream: Stream,
+    settings: &Settings,
+) -> Vec<Result<(Params, bool)>> {
+    (0..reps)
+        .into_par_iter()
+        .map(|b| {
+            let sample = data.with_labels(labels(u, seed, stream, b));
+            let run = refit(
+                &sample,
+                start.clone(),
+                settings.tol,
+                REFIT_MAX_ITER,
+                None,
+                settings.cancel,
+            )?;
+            let converged = run.termination == Termination::Converged;
+            // A refit whose iterate overflowed is kept at the start (never at infinity).
+            let params = if run.state.params.is_finite() {
+                run.state.params
+            } else {
+                start.clone()
+            };
+            Ok((params, converged))
+        })
+        .collect()
 }
 
 /// Mean of the `B x k` row-major draws, per column.

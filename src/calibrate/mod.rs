@@ -26,6 +26,7 @@
 //! Everything is deterministic for a seed whatever the thread count: draw `b` has its own
 //! random stream and the draws are collected in order.
 
+pub mod batched;
 pub mod draws;
 pub mod resized;
 
@@ -76,6 +77,12 @@ pub const HIGH_DIMENSION_RATIO: f64 = 0.02;
 /// design has Wald reward coverage 0.86 at 40 per parameter (n = 200), 0.90 at 120 (n = 600)
 /// and reaches 0.95 only around 1,600 (n = 8,000).
 pub const SMALL_SAMPLE_PER_PARAMETER: f64 = 1000.0;
+
+/// The diagnostics warn when more than this share of the bootstrap refits diverged: such fits
+/// sit near the `|gamma| -> infinity` valley, where the percentile bootstrap under-covers
+/// (rewards 0.89 at n = 200 and 0.69 at n = 600 in the paper's design, against 0.96-0.98 for
+/// the other datasets; `tests/calibrated_coverage.rs` seeds, README).
+pub const DIVERGED_SHARE_WARNING: f64 = 0.05;
 
 /// The interval method asked for at fit time, with its settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -483,10 +490,14 @@ pub fn diagnostics(
     } else {
         0.0
     };
-    if diverged_share > 0.05 {
+    // Measured on the paper's design (README): datasets with more than 5% diverged refits
+    // cover 0.89 (n = 200) and 0.69 (n = 600), the truth above the interval; the others 0.96-0.98.
+    if diverged_share > DIVERGED_SHARE_WARNING {
         warnings.push(format!(
             "{:.0}% of the bootstrap refits did not converge (kept at their last iterate): the \
-             estimate is near the |gamma| -> infinity valley and the intervals are wide",
+             estimate is near the |gamma| -> infinity valley, where the bootstrap's intervals \
+             under-cover (0.69-0.89 for rewards in the paper's design, the truth mostly above \
+             the interval)",
             100.0 * diverged_share
         ));
     }

@@ -239,6 +239,27 @@ fn diagnostics_warn_where_wald_under_covers() {
     if d.mle_finite && d.diverged_share <= 0.05 {
         assert!(d.warning.is_none(), "{:?}", d.warning);
     }
+    // Many diverged refits: a warning that the bootstrap under-covers there (not only above
+    // the threshold).
+    let with_diverged = |diverged: usize| {
+        let cal = Calibration::from_parts(
+            IntervalMethod::Bootstrap,
+            IntervalMethod::Bootstrap,
+            20,
+            5,
+            diverged,
+            [1.0; 3],
+            vec![0.0; 2],
+            vec![0.5; 20 * 3],
+            vec![0.1; 20 * 2],
+            3,
+            2,
+        )
+        .unwrap();
+        diagnostics(200, boot.params(), boot.report(), &cal).warning
+    };
+    assert!(with_diverged(3).unwrap().contains("under-cover"));
+    assert!(with_diverged(1).is_none_or(|w| !w.contains("did not converge")));
     // Large n: no warning.
     let big = homogeneous(20_000, &[0.5, -1.0], 1);
     assert!(fit(&big, IntervalMethod::Wald, None, 0)
@@ -324,4 +345,101 @@ fn stored_parts_are_checked() {
         0,
     );
     assert!(auto_unresolved.is_err());
+}
+
+/// A problem that refits by Newton-CG (more than 256 parameters), its fit and the logits.
+fn large_problem(f32_storage: bool) -> (Dataset, Params, Vec<f64>) {
+    let (data, _) = crate::sim::high_dimensional(1500, 300, 3, 2);
+    let data = if f32_storage {
+        let z: Vec<f32> = data.z().iter().map(|&v| v as f32).collect();
+        Dataset::new_f32(
+            data.d1(),
+            data.d2(),
+            z,
+            data.psi0().to_vec(),
+            data.psi().to_vec(),
+            data.y().to_vec(),
+            None,
+        )
+        .unwrap()
+    } else {
+        data
+    };
+    assert!(crate::fit::refit_uses_cg(&data));
+    let hat = crate::fit::fit(&data, &FitOptions::default(), &FitControl::default())
+        .unwrap()
+        .params;
+    let u = draws::logits(&data, &hat);
+    (data, hat, u)
+}
+
+/// The batched refits reach the same optima as one warm-started Newton-CG refit at a time
+/// (both solved to a tight tolerance), in f64 and f32 storage.
+#[test]
+fn batched_refits_match_single_refits() {
+    for f32_storage in [false, true] {
+        let (data, hat, u) = large_problem(f32_storage);
+        let factor = batched::DataFactor::new(&data);
+        let reps = 6;
+        let together = batched::refits(
+            &data,
+            &factor,
+            &u,
+            &hat,
+            reps,
+            3,
+            draws::Stream::Bootstrap,
+            1e-10,
+            50,
+            None,
+        )
+        .unwrap();
+        for (b, (p, converged)) in together.iter().enumerate() {
+            let sample = data.with_labels(draws::labels(&u, 3, draws::Stream::Bootstrap, b));
+            let one = crate::fit::refit(&sample, hat.clone(), 1e-10, 50, None, None).unwrap();
+            assert!(*converged);
+            assert_eq!(one.termination, crate::fit::Termination::Converged);
+            let diff = p
+                .stacked()
+                .iter()
+                .zip(one.state.params.stacked())
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(
+                diff < 1e-7,
+                "draw {b}: batched and single refits differ by {diff}"
+            );
+            // The refit moved away from the start (the test compares solutions, not starts).
+            assert!(p
+                .theta
+                .iter()
+                .zip(&hat.theta)
+                .any(|(a, b)| (a - b).abs() > 1e-3));
+        }
+    }
+}
+
+/// The batched refits give bit-identical draws on 1 and 3 threads.
+#[test]
+fn batched_refits_are_deterministic_whatever_the_thread_count() {
+    let (data, hat, u) = large_problem(false);
+    let factor = batched::DataFactor::new(&data);
+    let run = |threads| {
+        crate::parallel::run_in_pool(threads, || {
+            batched::refits(
+                &data,
+                &factor,
+                &u,
+                &hat,
+                5,
+                9,
+                draws::Stream::Resized,
+                1e-7,
+                50,
+                None,
+            )
+            .unwrap()
+        })
+        .unwrap()
+    };
+    assert_eq!(run(1), run(3));
 }

@@ -4,9 +4,9 @@
 
 use super::enums::{from_c, hetreward_intervals};
 use super::fitter::hetreward_fit_params;
-use super::model::{hetreward_model, model_into_raw, model_ref};
-use super::out_ptr;
+use super::model::{hetreward_model, hetreward_reward, model_into_raw, model_ref};
 use super::status::{boundary, hetreward_status};
+use super::{check_dim, in_slice, out_ptr};
 use crate::calibrate::{IntervalMethod, IntervalOptions, MAX_REPS, MIN_REPS};
 use crate::error::{Error, Result};
 use std::ffi::c_char;
@@ -156,6 +156,40 @@ pub extern "C" fn hetreward_model_wald(
         let wald = m.wald();
         // SAFETY: checked non-NULL; written only on success.
         unsafe { *out = model_into_raw(wald) };
+        Ok(())
+    })
+}
+
+/// Rationality of an annotator profile, sigma_hat = psi0 + gamma_hat . psi, with its
+/// (1 - alpha) interval under the model's interval method: Wald `sigma_hat +- q se`; for a
+/// bootstrap model the percentile interval of the stored refits' rationalities
+/// `psi0 + gamma*_b . psi` (exact, not `+- q se`); for a resized model `sigma_hat - bias . psi
+/// +- q SD*`. `psi` has `d2` values (NULL allowed when d2 = 0); `d2` must equal the model's d2;
+/// `alpha` in (0, 1).
+///
+/// Writes `*out` (`reward` holds sigma; `se` the matching spread, as
+/// hetreward_model_rationality() reports). Returns HETREWARD_NULL_POINTER,
+/// HETREWARD_DIMENSION_MISMATCH, HETREWARD_NON_FINITE, HETREWARD_INVALID_ARGUMENT (alpha).
+/// Thread-safe.
+#[no_mangle]
+pub extern "C" fn hetreward_model_rationality_interval(
+    model: *const hetreward_model,
+    psi0: f64,
+    psi: *const f64,
+    d2: usize,
+    alpha: f64,
+    out: *mut hetreward_reward,
+) -> hetreward_status {
+    boundary(|| {
+        // SAFETY: NULL or a live model (header contract).
+        let model = unsafe { model_ref(model)? };
+        check_dim("d2", d2, model.d2(), "the model's d2")?;
+        // SAFETY: `psi` holds d2 doubles (header contract).
+        let psi = unsafe { in_slice(psi, d2, "psi")? };
+        let out = out_ptr(out, "out")?;
+        let interval = model.rationality_interval(psi0, psi, alpha)?;
+        // SAFETY: checked non-NULL.
+        unsafe { *out = interval.into() };
         Ok(())
     })
 }

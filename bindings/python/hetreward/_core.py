@@ -699,6 +699,17 @@ class Model(_Handle):
                                                 byref(count)))
         return out
 
+    def rationality_interval(self, psi0: float, psi: Sequence[float],
+                             alpha: float = 0.05) -> Tuple[float, float, float, float]:
+        """sigma_hat, its SE and the (1 - alpha) interval ``(sigma, se, lower, upper)`` under
+        the model's interval method (for a bootstrap model the percentile interval of the
+        refits' rationalities, not sigma +- q se)."""
+        psi = np.ascontiguousarray(psi, dtype=np.float64).reshape(-1)  # d2 values, explicit
+        out = _n.hetreward_reward()
+        _check(lib.hetreward_model_rationality_interval(self._live(), psi0, _ptr(psi, c_double),
+                                                        psi.size, alpha, byref(out)))
+        return out.reward, out.se, out.lower, out.upper
+
     def summary(self, alpha: float = 0.05, theta_names: Optional[Sequence[str]] = None,
                 gamma_names: Optional[Sequence[str]] = None) -> "Summary":
         """A statsmodels-style table of the estimates: estimate, SE, z, p-value and the

@@ -264,6 +264,10 @@ PROTOTYPES = {
         [_P(hetreward_model), hetreward_coefficients, c_double, _P(hetreward_coefficient),
          c_size_t, _P(c_size_t)],
     ),
+    "hetreward_model_rationality_interval": (
+        hetreward_status,
+        [_P(hetreward_model), c_double, _P(c_double), c_size_t, c_double, _P(hetreward_reward)],
+    ),
     "hetreward_model_intervals": (
         hetreward_status,
         [_P(hetreward_model), _P(hetreward_interval_info)],

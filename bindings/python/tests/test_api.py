@@ -474,6 +474,13 @@ def test_calibrated_intervals():
         a, b = m.score(phi), w.score(phi)
         assert np.array_equal(a["reward"], b["reward"]) and not np.array_equal(a["lower"], b["lower"])
         assert np.allclose(b["upper"] - b["reward"], b["reward"] - b["lower"])
+        psi = np.full(D2, 0.5)
+        sigma, se = m.rationality(1.0, psi)
+        ri, wi = m.rationality_interval(1.0, psi), w.rationality_interval(1.0, psi)
+        assert ri[:2] == (sigma, se) and ri[2] < ri[3]
+        assert abs((wi[3] - wi[0]) - (wi[0] - wi[2])) < 1e-12  # Wald: symmetric
+        with pytest.raises(hr.InvalidArgumentError, match="alpha"):
+            m.rationality_interval(1.0, psi, alpha=0.0)
         w.close()
         m.close()
         with pytest.raises(hr.InvalidArgumentError, match="bootstrap_reps"):

@@ -310,6 +310,11 @@ hetreward_model_coefficients(model, which, alpha, out_rows, capacity, out_count)
         which::hetreward_coefficients, alpha::Cdouble, out_rows::Ptr{hetreward_coefficient},
         capacity::Csize_t, out_count::Ptr{Csize_t})::hetreward_status
 
+hetreward_model_rationality_interval(model, psi0, psi, d2, alpha, out) =
+    @ccall libhetreward.hetreward_model_rationality_interval(model::Ptr{hetreward_model},
+        psi0::Cdouble, psi::Ptr{Cdouble}, d2::Csize_t, alpha::Cdouble,
+        out::Ptr{hetreward_reward})::hetreward_status
+
 hetreward_model_intervals(model, out_info) =
     @ccall libhetreward.hetreward_model_intervals(model::Ptr{hetreward_model},
         out_info::Ptr{hetreward_interval_info})::hetreward_status
@@ -885,6 +890,20 @@ function coefficients(model::Model; alpha::Real=0.05, which::Symbol=:all)
     GC.@preserve model out check(hetreward_model_coefficients(live(model), code, alpha,
                                                               pointer(out), length(out), count))
     return out
+end
+
+"""
+    rationality_interval(model, psi0, psi; alpha=0.05) -> Reward
+
+sigma_hat with its SE and (1 - alpha) interval under the model's interval method (`reward`
+holds sigma; for a bootstrap model the percentile interval of the refits' rationalities).
+"""
+function rationality_interval(model::Model, psi0::Real, psi::Vector{Float64}; alpha::Real=0.05)
+    out = Ref{Reward}()
+    GC.@preserve model psi check(hetreward_model_rationality_interval(live(model), psi0,
+                                                                      pointer(psi), length(psi),
+                                                                      alpha, out))
+    return out[]
 end
 
 """
