@@ -26,6 +26,9 @@
 //! **Threads.** faer runs on the current rayon pool (`Par::rayon(0)`). Its blocking depends on
 //! the matrix shapes, not on the thread count, so results do not depend on the thread count;
 //! faer does not document this, so the tests here and the crate's 1/2/5-thread tests guard it.
+//! One shape family was caught by them: faer's parallel GEMM on thin outputs (`d1 x k`, small
+//! `k`) differed between 1 and 3 threads, so [`matmul`] and [`matmul_tn`] run sequential faer
+//! GEMMs on fixed column tiles instead.
 
 mod cholesky;
 mod gram;
@@ -87,18 +90,42 @@ fn view_mut(m: &mut DMatrix<f64>) -> MatMut<'_, f64> {
     MatMut::from_column_major_slice_mut(m.as_mut_slice(), r, c)
 }
 
+/// Output columns per task of [`matmul`] and [`matmul_tn`].
+const MM_COLS: usize = 64;
+
+/// `c = op(a) * b` with `c`'s columns cut into fixed tiles of [`MM_COLS`], one sequential faer
+/// GEMM each, in parallel on the current rayon pool. faer's own parallel GEMM is not
+/// bit-reproducible across thread counts for every shape (measured: the batched refits' `d1 x
+/// k` preconditioner products differed between 1 and 3 threads), while a tile's arithmetic
+/// depends only on its fixed shape: results are identical whatever the thread count.
+fn tiled_matmul(c: &mut DMatrix<f64>, a: MatRef<'_, f64>, b: &DMatrix<f64>) {
+    use rayon::prelude::*;
+    let m = c.nrows();
+    if m == 0 || c.ncols() == 0 {
+        return;
+    }
+    let b = view(b);
+    c.as_mut_slice()
+        .par_chunks_mut(m * MM_COLS)
+        .enumerate()
+        .for_each(|(t, out)| {
+            let (j0, cols) = (t * MM_COLS, out.len() / m);
+            faer::linalg::matmul::matmul(
+                MatMut::from_column_major_slice_mut(out, m, cols),
+                Accum::Replace,
+                a,
+                b.subcols(j0, cols),
+                1.0,
+                Par::Seq,
+            );
+        });
+}
+
 /// `a * b` for column-major `DMatrix`es. Panics if the inner dimensions differ.
 pub fn matmul(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
     assert_eq!(a.ncols(), b.nrows(), "matmul: inner dimensions differ");
     let mut c = DMatrix::<f64>::zeros(a.nrows(), b.ncols());
-    faer::linalg::matmul::matmul(
-        view_mut(&mut c),
-        Accum::Replace,
-        view(a),
-        view(b),
-        1.0,
-        par(),
-    );
+    tiled_matmul(&mut c, view(a), b);
     c
 }
 
@@ -106,14 +133,7 @@ pub fn matmul(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
 pub fn matmul_tn(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
     assert_eq!(a.nrows(), b.nrows(), "matmul_tn: inner dimensions differ");
     let mut c = DMatrix::<f64>::zeros(a.ncols(), b.ncols());
-    faer::linalg::matmul::matmul(
-        view_mut(&mut c),
-        Accum::Replace,
-        view(a).transpose(),
-        view(b),
-        1.0,
-        par(),
-    );
+    tiled_matmul(&mut c, view(a).transpose(), b);
     c
 }
 
