@@ -1351,7 +1351,7 @@ fn write_training(path: &str, data: &Dataset) {
 
 /// The `process` workload: `hetreward fit FILE --out M --report R`, phase by phase.
 fn process_workload(cfg: &Config, rep: &mut Report) {
-    use hetreward::io::{json as report_json, model_file, training::read_training};
+    use hetreward::io::{model_file, training::read_training};
     let Some(file) = &cfg.file else {
         eprintln!("the `process` workload needs --file PATH (see --write-training)");
         std::process::exit(2)
@@ -1411,8 +1411,16 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
         std::fs::write(&model_path, model_file::to_bytes(&model)).unwrap();
         timed(&mut rows, "write_model", t);
         let t = Instant::now();
-        let text = serde_json::to_string_pretty(&report_json::model_report(&model)).unwrap();
-        std::fs::write(&report_path, text + "\n").unwrap();
+        // The CLI's report (cli/src/json.rs) is the fit report plus the estimates and SEs as
+        // JSON; the bench writes the same values (the program is a separate crate).
+        let text = serde_json::json!({
+            "report": format!("{:?}", model.report()),
+            "theta": model.theta(),
+            "gamma": model.gamma(),
+            "theta_se": model.theta_se(),
+            "gamma_se": model.gamma_se(),
+        });
+        std::fs::write(&report_path, text.to_string() + "\n").unwrap();
         timed(&mut rows, "write_report", t);
     }
     std::fs::remove_file(&model_path).ok();
