@@ -26,8 +26,7 @@ use super::draws::Stream;
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::{Error, Result};
 use crate::fit::{stop_reason, Termination};
-use crate::likelihood::{data_information_f32, row_squared_norms};
-use crate::linalg::{dot, lower_inverse_in_place, matmul, matmul_tn, try_cholesky};
+use crate::linalg::{dot, matmul, matmul_tn, ridged_cholesky};
 use crate::model::{sample_terms, Params};
 use faer::{Accum, MatMut, MatRef, Par};
 use nalgebra::DMatrix;
@@ -50,47 +49,9 @@ const COL_BLOCK: usize = 128;
 /// Rows of z widened to f64 at a time (f32 storage) in `Z^T C`.
 const WIDEN_ROWS: usize = 1024;
 
-/// The label-free part of the preconditioner, built once per calibration: `X = L^-1` for
-/// `L L^T = P`, `P = (1/n) sum psi0_i^2 z_i z_i^T / 4` (single-precision Gram), its trace, and
-/// the squared row norms of z.
-#[derive(Debug, Clone)]
-pub struct DataFactor {
-    inverse_factor: DMatrix<f64>,
-    trace: f64,
-    row_norms: Vec<f64>,
-}
-
-impl DataFactor {
-    /// Builds it (one `n d1^2` single-precision Gram product, a Cholesky factorisation and a
-    /// triangular inverse); a ridge is added and grown until `P` factorises.
-    pub fn new(data: &Dataset) -> Self {
-        let gram = data_information_f32(data);
-        let m = gram.nrows();
-        let trace = gram.trace();
-        let mean_diag = (trace / m.max(1) as f64).max(f64::MIN_POSITIVE);
-        let mut ridge = 1e-10;
-        let factor = loop {
-            let mut a = gram.clone();
-            for j in 0..m {
-                a[(j, j)] += ridge * mean_diag;
-            }
-            if let Some(l) = try_cholesky(a) {
-                break l;
-            }
-            if ridge >= 1.0 {
-                break DMatrix::from_diagonal(&gram.diagonal().map(|v| v.max(mean_diag).sqrt()));
-            }
-            ridge *= 100.0;
-        };
-        let mut inverse_factor = factor;
-        lower_inverse_in_place(&mut inverse_factor);
-        DataFactor {
-            inverse_factor,
-            trace,
-            row_norms: row_squared_norms(data),
-        }
-    }
-}
+/// The data part of the preconditioner (`X = L^-1` for the theta block of the information at
+/// zero, its trace, the squared row norms of z): Newton-CG's own, built once per calibration.
+pub use crate::fit::newton_cg::DataPreconditioner as DataFactor;
 
 /// The preconditioner of a batch, at its common start.
 struct Preconditioner<'a> {
@@ -139,25 +100,7 @@ impl<'a> Preconditioner<'a> {
         let cross = z_t_times(data, &c, d2);
         let w = matmul(&base.inverse_factor, &cross);
         let s = dgg - matmul_tn(&w, &w) / alpha;
-        let mean_diag = (s.trace() / d2 as f64).abs().max(f64::MIN_POSITIVE);
-        let mut ridge = 0.0;
-        let s_factor = loop {
-            let mut a = s.clone();
-            for j in 0..d2 {
-                a[(j, j)] += ridge;
-            }
-            if let Some(l) = try_cholesky(a) {
-                break l;
-            }
-            ridge = if ridge == 0.0 {
-                1e-10 * mean_diag
-            } else {
-                ridge * 100.0
-            };
-            if ridge > 1e6 * mean_diag {
-                break DMatrix::identity(d2, d2) * mean_diag.sqrt();
-            }
-        };
+        let s_factor = ridged_cholesky(s);
         Preconditioner {
             base,
             alpha,

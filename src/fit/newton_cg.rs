@@ -39,7 +39,8 @@ use crate::likelihood::{
     row_squared_norms, Curvature, Evaluation,
 };
 use crate::linalg::{
-    dot, lower_inverse_in_place, lower_matvec, lower_t_matvec, matmul, matmul_tn, try_cholesky,
+    dot, lower_inverse_in_place, lower_matvec, lower_t_matvec, matmul, matmul_tn, ridged_cholesky,
+    try_cholesky,
 };
 use crate::model::Params;
 use nalgebra::{DMatrix, DVector};
@@ -81,9 +82,12 @@ pub struct CgStats {
 /// single-precision Gram product of the data), and the squared row norms of z.
 #[derive(Debug, Clone)]
 pub struct DataPreconditioner {
-    inverse_factor: DMatrix<f64>,
-    trace: f64,
-    row_norms: Vec<f64>,
+    /// `X = L^-1`.
+    pub(crate) inverse_factor: DMatrix<f64>,
+    /// `tr P`, to match `alpha P` to the current information's trace.
+    pub(crate) trace: f64,
+    /// `||z_i||^2` per sample.
+    pub(crate) row_norms: Vec<f64>,
 }
 
 impl DataPreconditioner {
@@ -254,25 +258,7 @@ impl NewtonCg {
         let w = matmul(&base.inverse_factor, &b);
         let d = gamma_information(data, &eval.terms);
         let s = d - matmul_tn(&w, &w) / alpha;
-        let mean_diag = (s.trace() / d2 as f64).abs().max(f64::MIN_POSITIVE);
-        let mut ridge = 0.0;
-        let s_factor = loop {
-            let mut a = s.clone();
-            for j in 0..d2 {
-                a[(j, j)] += ridge;
-            }
-            if let Some(l) = try_cholesky(a) {
-                break l;
-            }
-            ridge = if ridge == 0.0 {
-                1e-10 * mean_diag
-            } else {
-                ridge * 100.0
-            };
-            if ridge > 1e6 * mean_diag {
-                break DMatrix::identity(d2, d2) * mean_diag.sqrt();
-            }
-        };
+        let s_factor = ridged_cholesky(s);
         StepPreconditioner { alpha, w, s_factor }
     }
 

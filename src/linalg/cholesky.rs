@@ -197,21 +197,37 @@ pub fn spd_inverse_factor(a: DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
     Ok(a)
 }
 
+/// Cholesky factor of a small symmetric matrix that may be only semi-definite (the `d2 x d2`
+/// Schur complements of the Newton-CG preconditioners): a ridge of `1e-10` times the mean
+/// diagonal is added and grown 100x until it factorises; past `1e6` times the mean diagonal,
+/// `sqrt(mean diagonal) I`. A preconditioner only sets CG's speed, never the answer.
+pub fn ridged_cholesky(s: DMatrix<f64>) -> DMatrix<f64> {
+    let d = s.nrows();
+    let mean_diag = (s.trace() / d as f64).abs().max(f64::MIN_POSITIVE);
+    let mut ridge = 0.0;
+    loop {
+        let mut a = s.clone();
+        for j in 0..d {
+            a[(j, j)] += ridge;
+        }
+        if let Some(l) = try_cholesky(a) {
+            return l;
+        }
+        ridge = if ridge == 0.0 {
+            1e-10 * mean_diag
+        } else {
+            ridge * 100.0
+        };
+        if ridge > 1e6 * mean_diag {
+            return DMatrix::identity(d, d) * mean_diag.sqrt();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn random_spd(p: usize, seed: u64) -> DMatrix<f64> {
-        let mut s = seed;
-        let mut next = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-        };
-        let b = DMatrix::from_fn(p, p + 5, |_, _| next());
-        &b * b.transpose() / p as f64 + DMatrix::identity(p, p) * 0.01
-    }
+    use crate::linalg::random_spd;
 
     #[test]
     fn cholesky_inverse_and_factor_of_inverse() {

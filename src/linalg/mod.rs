@@ -36,7 +36,8 @@ mod packed;
 mod simd;
 
 pub use cholesky::{
-    cholesky, lower_inverse_in_place, spd_inverse, spd_inverse_factor, try_cholesky, RCOND_MIN,
+    cholesky, lower_inverse_in_place, ridged_cholesky, spd_inverse, spd_inverse_factor,
+    try_cholesky, RCOND_MIN,
 };
 pub use gram::{gram, gram_f32};
 pub use packed::{lower_matvec, lower_t_matvec, PackedLower};
@@ -235,6 +236,20 @@ pub fn symmetrize(a: &mut DMatrix<f64>) {
             a[(j, i)] = v;
         }
     }
+}
+
+/// A seeded, well-conditioned `p x p` SPD matrix for the kernels' tests.
+#[cfg(test)]
+pub(crate) fn random_spd(p: usize, seed: u64) -> DMatrix<f64> {
+    let mut s = seed;
+    let mut next = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+    };
+    let b = DMatrix::from_fn(p, p + 5, |_, _| next());
+    &b * b.transpose() / p as f64 + DMatrix::identity(p, p) * 0.01
 }
 
 #[cfg(test)]
