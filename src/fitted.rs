@@ -684,3 +684,34 @@ pub(crate) fn check_no_overflow(arg: &str, row: usize, values: &[f64]) -> Result
         ))
     }
 }
+
+/// A model fitted (1 thread, expected covariance) to the paper's §6.1 uniform design with `n`
+/// comparisons drawn from `data_seed`, with `method` intervals of `reps` refits seeded `seed`:
+/// the shared fixture of the unit tests of the model's consumers.
+#[cfg(test)]
+pub(crate) fn simulated_model(
+    n: usize,
+    data_seed: u64,
+    method: crate::calibrate::IntervalMethod,
+    reps: usize,
+    seed: u64,
+) -> RewardModel {
+    let data = crate::sim::paper_simulation(n, crate::sim::ActionDesign::Uniform, data_seed);
+    let options = FitOptions {
+        threads: 1,
+        ..FitOptions::default()
+    };
+    let intervals = crate::calibrate::IntervalOptions {
+        method,
+        reps: Some(reps),
+        seed,
+    };
+    RewardModel::estimate_with(
+        &data,
+        &options,
+        CovarianceKind::Expected,
+        &intervals,
+        &FitControl::default(),
+    )
+    .unwrap()
+}

@@ -487,30 +487,9 @@ impl SpreadBounds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::IntervalOptions;
-    use crate::fit::{FitControl, FitOptions};
-    use crate::inference::CovarianceKind;
-    use crate::sim::{paper_simulation, ActionDesign};
 
     fn model(method: IntervalMethod) -> RewardModel {
-        let data = paper_simulation(400, ActionDesign::Uniform, 13);
-        let options = FitOptions {
-            threads: 1,
-            ..FitOptions::default()
-        };
-        let intervals = IntervalOptions {
-            method,
-            reps: Some(30),
-            seed: 2,
-        };
-        RewardModel::estimate_with(
-            &data,
-            &options,
-            CovarianceKind::Expected,
-            &intervals,
-            &FitControl::default(),
-        )
-        .unwrap()
+        crate::fitted::simulated_model(400, 13, method, 30, 2)
     }
 
     /// A seeded uniform generator on [0, 1).

@@ -1,29 +1,8 @@
 use super::*;
-use crate::calibrate::IntervalOptions;
-use crate::fit::{FitControl, FitOptions};
-use crate::inference::CovarianceKind;
 use crate::select::{compare, DiffMethod};
-use crate::sim::{paper_simulation, ActionDesign};
 
 fn model(method: IntervalMethod) -> RewardModel {
-    let data = paper_simulation(300, ActionDesign::Uniform, 21);
-    let options = FitOptions {
-        threads: 1,
-        ..FitOptions::default()
-    };
-    let intervals = IntervalOptions {
-        method,
-        reps: Some(40),
-        seed: 3,
-    };
-    RewardModel::estimate_with(
-        &data,
-        &options,
-        CovarianceKind::Expected,
-        &intervals,
-        &FitControl::default(),
-    )
-    .unwrap()
+    crate::fitted::simulated_model(300, 21, method, 40, 3)
 }
 
 fn unit(d: usize, j: usize) -> Vec<f64> {

@@ -335,18 +335,7 @@ impl PackedLower {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn random_spd(p: usize, seed: u64) -> DMatrix<f64> {
-        let mut s = seed;
-        let mut next = || {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-        };
-        let b = DMatrix::from_fn(p, p + 5, |_, _| next());
-        &b * b.transpose() / p as f64 + DMatrix::identity(p, p) * 0.01
-    }
+    use crate::linalg::random_spd;
 
     #[test]
     fn packed_lower_norms_match_naive_and_do_not_depend_on_the_batch() {
