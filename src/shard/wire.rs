@@ -88,31 +88,7 @@ impl ShardStats {
     /// another format version, a checksum mismatch (damaged bytes), unknown sections, a length
     /// that does not match the header, or cluster ids out of order.
     pub fn from_bytes(bytes: &[u8]) -> Result<ShardStats> {
-        if bytes.len() < HEADER + 4 {
-            return Err(bad(format!(
-                "{} bytes is shorter than the {}-byte header and checksum",
-                bytes.len(),
-                HEADER + 4
-            )));
-        }
-        if &bytes[..8] != MAGIC {
-            return Err(bad("not shard statistics (bad magic bytes)"));
-        }
-        let mut r = Reader { bytes, at: 8 };
-        let version = r.u32();
-        if version != VERSION {
-            return Err(bad(format!(
-                "format version {version}; this library reads version {VERSION}"
-            )));
-        }
-        let (body, tail) = bytes.split_at(bytes.len() - 4);
-        let stored = u32::from_le_bytes(tail.try_into().expect("4 bytes"));
-        let computed = crc32fast::hash(body);
-        if stored != computed {
-            return Err(bad(format!(
-                "checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): the bytes are damaged or truncated"
-            )));
-        }
+        let mut r = Reader::open(bytes, MAGIC, HEADER, "shard statistics", &|d: &str| bad(d))?;
         let (d1, d2) = (r.u64(), r.u64());
         let sections = r.u32();
         let n = r.u64();
@@ -250,31 +226,13 @@ impl Request {
     /// match the header. (Values are checked where they are used: [`ShardStats::compute`].)
     pub fn from_bytes(bytes: &[u8]) -> Result<Request> {
         let bad = |detail: String| Error::format(REQUEST_WHAT, detail);
-        if bytes.len() < REQUEST_HEADER + 4 {
-            return Err(bad(format!(
-                "{} bytes is shorter than the {}-byte header and checksum",
-                bytes.len(),
-                REQUEST_HEADER + 4
-            )));
-        }
-        if &bytes[..8] != REQUEST_MAGIC {
-            return Err(bad("not a shard request (bad magic bytes)".into()));
-        }
-        let mut r = Reader { bytes, at: 8 };
-        let version = r.u32();
-        if version != VERSION {
-            return Err(bad(format!(
-                "format version {version}; this library reads version {VERSION}"
-            )));
-        }
-        let (body, tail) = bytes.split_at(bytes.len() - 4);
-        let stored = u32::from_le_bytes(tail.try_into().expect("4 bytes"));
-        let computed = crc32fast::hash(body);
-        if stored != computed {
-            return Err(bad(format!(
-                "checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): the bytes are damaged or truncated"
-            )));
-        }
+        let mut r = Reader::open(
+            bytes,
+            REQUEST_MAGIC,
+            REQUEST_HEADER,
+            "a shard request",
+            &|d: &str| bad(d.to_string()),
+        )?;
         let (d1, d2) = (r.u64(), r.u64());
         let sections = r.u32();
         let k = r.u64();
@@ -333,7 +291,46 @@ struct Reader<'a> {
     at: usize,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    /// Checks the envelope every versioned byte format here shares — at least `header` bytes
+    /// plus the CRC-32, the `magic`, [`VERSION`], the checksum of everything before it — and
+    /// returns a reader positioned after the version. `what` names the format in the
+    /// wrong-magic message; `bad` turns a detail into the caller's error.
+    fn open(
+        bytes: &'a [u8],
+        magic: &[u8; 8],
+        header: usize,
+        what: &str,
+        bad: &dyn Fn(&str) -> Error,
+    ) -> Result<Self> {
+        if bytes.len() < header + 4 {
+            return Err(bad(&format!(
+                "{} bytes is shorter than the {}-byte header and checksum",
+                bytes.len(),
+                header + 4
+            )));
+        }
+        if &bytes[..8] != magic {
+            return Err(bad(&format!("not {what} (bad magic bytes)")));
+        }
+        let mut r = Reader { bytes, at: 8 };
+        let version = r.u32();
+        if version != VERSION {
+            return Err(bad(&format!(
+                "format version {version}; this library reads version {VERSION}"
+            )));
+        }
+        let (body, tail) = bytes.split_at(bytes.len() - 4);
+        let stored = u32::from_le_bytes(tail.try_into().expect("4 bytes"));
+        let computed = crc32fast::hash(body);
+        if stored != computed {
+            return Err(bad(&format!(
+                "checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): the bytes are damaged or truncated"
+            )));
+        }
+        Ok(r)
+    }
+
     fn take<const N: usize>(&mut self) -> [u8; N] {
         let out = self.bytes[self.at..self.at + N]
             .try_into()
