@@ -4,6 +4,7 @@
 use super::dataset::{dataset_ref, hetreward_dataset};
 use super::status::{boundary, boundary_value, hetreward_status};
 use super::{checked_len, handle_ref, in_slice, out_ptr, out_slice, write_slice};
+use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::MAX_THREADS;
 use crate::likelihood::Curvature;
@@ -100,6 +101,22 @@ fn request(
     Ok(r)
 }
 
+/// [`ShardStats::compute`] on a pool of `threads` (0: all cores), after checking `threads`
+/// against [`MAX_THREADS`]: what both the per-shard call and a driver-loop answer run.
+pub(crate) fn compute_on_pool(
+    data: &Dataset,
+    request: &Request,
+    threads: usize,
+) -> Result<ShardStats> {
+    if threads > MAX_THREADS {
+        return Err(Error::invalid(
+            "threads",
+            format!("{threads} is above the limit of {MAX_THREADS}"),
+        ));
+    }
+    run_in_pool(threads, || ShardStats::compute(data, request))?
+}
+
 /// Computes a shard's sums at (theta, gamma).
 ///
 /// * `shard`: the shard's rows, as a dataset;
@@ -142,13 +159,7 @@ pub extern "C" fn hetreward_shard_stats_compute(
         let len = checked_len("vectors", n_vectors, d1 + d2)?;
         let vectors = unsafe { in_slice(vectors, len, "vectors") }?;
         let r = request(Params { theta, gamma }, sections, Some(vectors), n_vectors)?;
-        if threads > MAX_THREADS {
-            return Err(Error::invalid(
-                "threads",
-                format!("{threads} is above the limit of {MAX_THREADS}"),
-            ));
-        }
-        let inner = run_in_pool(threads, || ShardStats::compute(data, &r))??;
+        let inner = compute_on_pool(data, &r, threads)?;
         // SAFETY: checked non-NULL; written only now that everything succeeded.
         unsafe { *out = Box::into_raw(Box::new(hetreward_shard_stats { inner })) };
         Ok(())

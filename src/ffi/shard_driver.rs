@@ -13,8 +13,7 @@ use super::status::{
 use super::{handle_ref, in_slice, out_ptr};
 use crate::calibrate::IntervalMethod;
 use crate::error::{Error, Result};
-use crate::fit::{NewtonVariant, MAX_THREADS};
-use crate::parallel::run_in_pool;
+use crate::fit::NewtonVariant;
 use crate::shard::driver::{fit_distributed, Oracle, Rounds};
 use crate::shard::{merge_summaries, Request, ShardStats, ShardSummary};
 use std::cell::RefCell;
@@ -175,13 +174,7 @@ pub extern "C" fn hetreward_shard_stats_compute_request(
             data.d2(),
             "the shard's d2",
         )?;
-        if threads > MAX_THREADS {
-            return Err(Error::invalid(
-                "threads",
-                format!("{threads} is above the limit of {MAX_THREADS}"),
-            ));
-        }
-        let inner = run_in_pool(threads, || ShardStats::compute(data, &request))??;
+        let inner = super::shard::compute_on_pool(data, &request, threads)?;
         // SAFETY: checked non-NULL; written only now that everything succeeded.
         unsafe { *out = Box::into_raw(Box::new(hetreward_shard_stats { inner })) };
         Ok(())
