@@ -12,7 +12,7 @@
 //! Each refit runs the same iteration as [`crate::fit::newton_cg`] (observed Hessian, Fisher
 //! scoring where the first CG direction meets non-positive curvature, Eisenstat–Walker
 //! forcing `min(0.5, sqrt(|g|))`, Armijo steps, the driver's stopping rule
-//! [`crate::fit::stop_reason`]), preconditioned by `[[alpha P, I_tg], [I_gt, I_gg]]` with `P` the
+//! `crate::fit::stop_reason`), preconditioned by `[[alpha P, I_tg], [I_gt, I_gg]]` with `P` the
 //! theta block of the information at `theta = 0` (a property of the data, built once per
 //! calibration: [`DataFactor`]) and the cross and gamma blocks taken at the common start, which
 //! do not depend on the labels (the refits move about one standard error from it: the

@@ -4,17 +4,17 @@
 //! of the Gram matrices, Cholesky, triangular solves — called on zero-copy views of the
 //! crate's buffers. What is kept here is this domain's:
 //!
-//! * [`gram`], [`gram_f32`]: the streamed Gram driver — the information matrices are Gram
+//! * `gram`, `gram_f32`: the streamed Gram driver — the information matrices are Gram
 //!   matrices of per-sample vectors that are never all materialised: rows are produced in
 //!   blocks of a height fixed by the row length, and each block is added into the lower
 //!   triangle by faer's triangular product (`gram.rs`);
-//! * [`cholesky`], [`spd_inverse`], [`spd_inverse_factor`], [`try_cholesky`],
-//!   [`lower_inverse_in_place`]: factorisations with the scale-invariant condition check
-//!   ([`RCOND_MIN`]) that turns a singular or ill-conditioned matrix into an error instead of
+//! * `cholesky`, `spd_inverse`, `spd_inverse_factor`, `try_cholesky`,
+//!   `lower_inverse_in_place`: factorisations with the scale-invariant condition check
+//!   (`RCOND_MIN`) that turns a singular or ill-conditioned matrix into an error instead of
 //!   a NaN, and in-place triangular inverses (`cholesky.rs`);
-//! * [`PackedLower`]: the packed scoring kernel of the reward standard errors, and the
+//! * `PackedLower`: the packed scoring kernel of the reward standard errors, and the
 //!   triangular matrix-vector products of Newton-CG's preconditioner (`packed.rs`);
-//! * [`dot`], [`axpy`] and the [`Element`] row kernels with their AVX2 + FMA path (`simd.rs`).
+//! * `dot`, `axpy` and the `Element` row kernels with their AVX2 + FMA path (`simd.rs`).
 //!
 //! **Containers.** Matrices are `nalgebra::DMatrix<f64>` (column-major) everywhere in the
 //! crate's API and its statistics modules: nalgebra is the container and the small-matrix
@@ -27,7 +27,7 @@
 //! the matrix shapes, not on the thread count, so results do not depend on the thread count;
 //! faer does not document this, so the tests here and the crate's 1/2/5-thread tests guard it.
 //! One shape family was caught by them: faer's parallel GEMM on thin outputs (`d1 x k`, small
-//! `k`) differed between 1 and 3 threads, so [`matmul`] and [`matmul_tn`] run sequential faer
+//! `k`) differed between 1 and 3 threads, so `matmul` and `matmul_tn` run sequential faer
 //! GEMMs on fixed column tiles instead.
 
 mod cholesky;
