@@ -122,7 +122,7 @@ impl RewardModel {
             if intervals.method == IntervalMethod::Wald {
                 return Ok(model);
             }
-            let cal = calibrate::calibrate(data, &model, intervals, options.tol, control.cancel)?;
+            let cal = calibrate::calibrate(data, &model, intervals, options, control.cancel)?;
             model.with_calibration(cal)
         })?
     }

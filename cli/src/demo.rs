@@ -692,7 +692,7 @@ pub fn run(options: &DemoOptions, control: &FitControl) -> Result<DemoReport> {
     let reports = t2.elapsed().as_secs_f64();
 
     let t3 = Instant::now();
-    let calibrated = calibrated_report(&world, &data, &model, options, control)?;
+    let calibrated = calibrated_report(&world, &data, &model, &fit_options, options, control)?;
     let calibrate = t3.elapsed().as_secs_f64();
 
     Ok(DemoReport {
@@ -718,6 +718,7 @@ fn calibrated_report(
     world: &World,
     data: &Dataset,
     model: &RewardModel,
+    fit_options: &FitOptions,
     options: &DemoOptions,
     control: &FitControl,
 ) -> Result<CalibratedReport> {
@@ -728,7 +729,7 @@ fn calibrated_report(
     };
     let wald_warning = model.diagnostics().warning;
     let calibrated = hetreward::parallel::run_in_pool(options.threads, || {
-        let cal = calibrate::calibrate(data, model, &intervals, 1e-8, control.cancel)?;
+        let cal = calibrate::calibrate(data, model, &intervals, fit_options, control.cancel)?;
         model.clone().with_calibration(cal)
     })??;
     let alpha = options.alpha;

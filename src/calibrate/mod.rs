@@ -33,7 +33,7 @@ pub mod resized;
 use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::fit::{FitReport, Termination};
+use crate::fit::{FitOptions, FitReport, Termination};
 use crate::fitted::{RewardInterval, RewardModel};
 use crate::linalg::dot_f32;
 use crate::model::Params;
@@ -512,15 +512,18 @@ pub fn diagnostics(
 
 /// Computes the calibration of a fitted (Wald) `model` of `data` asked for by `options`, on
 /// the current rayon pool: resolves `auto`, runs the bootstrap's refits, and returns the
-/// [`Calibration`] to attach with [`RewardModel::with_calibration`].
+/// [`Calibration`] to attach with [`RewardModel::with_calibration`]. `estimator` are the
+/// options `model` was fitted with: the refits run at their tolerance, and a refit that does
+/// not converge from the warm start is solved again from the estimator's own starts
+/// ([`draws`]).
 ///
-/// Errors: invalid `options`, [`Error::Cancelled`] (checked before every refit iteration),
+/// Errors: invalid `options` or `estimator`, [`Error::Cancelled`] (checked before every refit iteration),
 /// [`Error::NotConverged`] when the resized bootstrap cannot estimate a positive inflation.
 pub fn calibrate(
     data: &Dataset,
     model: &RewardModel,
     options: &IntervalOptions,
-    tol: f64,
+    estimator: &FitOptions,
     cancel: Option<&AtomicBool>,
 ) -> Result<Calibration> {
     options.check()?;
@@ -528,7 +531,8 @@ pub fn calibrate(
         IntervalMethod::Auto => auto_pick(data.n(), data.d1(), data.d2()),
         m => m,
     };
-    let settings = draws::Settings::new(data, tol, cancel);
+    estimator.check(data.d1(), data.d2())?;
+    let settings = draws::Settings::new(data, estimator, cancel);
     let mut cal = match method {
         IntervalMethod::Wald | IntervalMethod::Auto => {
             return Ok(Calibration::wald(options.method));

@@ -539,6 +539,34 @@ pub fn refit(
     }
 }
 
+/// The estimator itself — [`fit`]'s starts (`options.init`, then the seeded restarts) and
+/// lowest optimum — on the current rayon pool, without a pool of its own, timing or progress
+/// reports (only `cancel` is honoured); always Newton, whatever `options.solver` (the optimum,
+/// not the algorithm, is what is replicated), and `options.max_iter` Newton iterations per
+/// start. The parametric bootstrap's fallback when a
+/// warm-started [`refit`] does not converge: the likelihood can have several branches, and a
+/// warm start on the shoulder of the `|gamma| -> infinity` valley can run off along it while
+/// the estimator's own starts find a finite optimum with a lower NLL.
+///
+/// `options` must have passed [`FitOptions::check`] for `data`'s dimensions.
+///
+/// Errors: [`Error::Cancelled`].
+pub fn refit_from_scratch(
+    data: &Dataset,
+    options: &FitOptions,
+    cancel: Option<&AtomicBool>,
+) -> Result<Run> {
+    let options = FitOptions {
+        solver: SolverKind::Newton,
+        ..options.clone()
+    };
+    let control = FitControl {
+        progress: None,
+        cancel,
+    };
+    fit_in_pool(data, &options, &Tuning::default(), &control).map(|(best, ..)| best)
+}
+
 /// True when [`refit`] on `data` runs Newton-CG (and so can use a shared data preconditioner).
 pub fn refit_uses_cg(data: &Dataset) -> bool {
     newton_variant(data, &Tuning::default()) == NewtonVariant::Cg
