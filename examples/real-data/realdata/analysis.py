@@ -73,14 +73,6 @@ def question_folds(questions, k, seed):
     return {int(q): i % k for i, q in enumerate(order)}
 
 
-def wald(est, se, alpha=ALPHA):
-    """(lower, upper) of a normal (1 - alpha) interval."""
-    from statistics import NormalDist
-
-    q = NormalDist().inv_cdf(1 - alpha / 2)
-    return est - q * se, est + q * se
-
-
 # --- MT-Bench ---------------------------------------------------------------------------------
 
 @dataclass
@@ -179,25 +171,20 @@ def model_params(m, alpha=ALPHA):
 def rationality(m_exp, m_clu, m_cal):
     """Experts' vs authors' rationality: gamma (sigma_expert - sigma_author, authors fixed at
     sigma = psi0 = 1) and sigma_expert, with expected-information (Wald), cluster-robust and
-    calibrated CIs. The calibrated model's estimate and SE are the library's under its interval
-    method (the SD of the refits' rationalities; resized: the estimate bias-corrected); its CI
-    is estimate +- q SE, which is the library's own interval for the resized bootstrap; for the
-    plain bootstrap the library's is the refits' percentile interval, which the C API does not
-    return for a rationality, so this normal interval stands in (recorded as ``ci_kind``)."""
+    calibrated CIs, each the library's own interval under the model's method
+    (``rationality_interval``: Wald for the first two; for the calibrated model the refits'
+    percentile interval under the plain bootstrap, the bias-corrected estimate +- q SD* under
+    the resized one)."""
     out = {}
     for label, m in (("expected", m_exp), ("cluster", m_clu), ("calibrated", m_cal)):
         # gamma = sigma(psi = 1) - sigma(psi = 0) = the rationality of psi0 = 0, psi = 1.
-        g, gse = m.rationality(0.0, [1.0])
-        s, sse = m.rationality(1.0, [1.0])
-        out[label] = dict(gamma=g, gamma_se=gse, gamma_ci=wald(g, gse),
-                          sigma_expert=s, sigma_expert_se=sse, sigma_expert_ci=wald(s, sse),
+        g, gse, glo, ghi = m.rationality_interval(0.0, [1.0], ALPHA)
+        s, sse, slo, shi = m.rationality_interval(1.0, [1.0], ALPHA)
+        out[label] = dict(gamma=g, gamma_se=gse, gamma_ci=(glo, ghi),
+                          sigma_expert=s, sigma_expert_se=sse, sigma_expert_ci=(slo, shi),
                           sigma_author=m.rationality(1.0, [0.0])[0])
     info = m_cal.intervals()
-    out["calibrated"].update(
-        intervals=info, method=info["method"],
-        ci_kind="the library's (estimate +- q SE)" if info["method"] != "bootstrap"
-        else "estimate +- q x the library's bootstrap SE (the percentile one is not in the "
-             "C API for a rationality)")
+    out["calibrated"].update(intervals=info, method=info["method"])
     return out
 
 

@@ -229,9 +229,8 @@ def _calibrated_sentence(rat, ranking, n):
         "wald": "the paper's Wald interval (auto judged it accurate here)",
     }.get(info["method"], info["method"])
     if info["method"] == "bootstrap":
-        gamma_note = ("The gamma and sigma_expert rows are the estimate ± 1.96 × the library's "
-                      "bootstrap SE (the SD of the refits' rationalities: the C API returns a "
-                      "rationality's SE, not its percentile interval).")
+        gamma_note = ("The gamma and sigma_expert rows are the library's: the 2.5% and 97.5% "
+                      "percentiles of the refits' rationalities.")
     else:
         gamma_note = ("The gamma and sigma_expert rows are the library's: the bias-corrected "
                       "estimate ± 1.96 × the SD of the refits' rationalities.")
