@@ -384,7 +384,8 @@ typedef struct hetreward_interval_info {
      */
     size_t reps;
     /**
-     * Refits that did not converge (kept at their last iterate).
+     * Refits that converged from neither the warm start nor the estimator's own starts (kept at
+     * their last iterate).
      */
     size_t diverged;
     /**

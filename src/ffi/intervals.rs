@@ -48,7 +48,8 @@ pub struct hetreward_interval_info {
     pub requested: hetreward_intervals,
     /// Bootstrap refits B (0 for Wald).
     pub reps: usize,
-    /// Refits that did not converge (kept at their last iterate).
+    /// Refits that converged from neither the warm start nor the estimator's own starts (kept at
+    /// their last iterate).
     pub diverged: usize,
     /// Seed of the bootstrap's label draws.
     pub seed: u64,
