@@ -69,6 +69,7 @@ pub mod likelihood;
 pub mod linalg;
 pub mod model;
 pub mod parallel;
+pub mod profile;
 pub mod select;
 pub mod shard;
 pub mod sim;
