@@ -29,8 +29,9 @@ use hetreward::fit::{
 use hetreward::inference::CovarianceKind;
 use hetreward::io::atomic::{self, PendingFile};
 use hetreward::io::{model_file, scoring, training};
+use hetreward::profile;
 use hetreward::select::{self, DiffMethod, Policy};
-use hetreward::{Error, Params, RewardModel};
+use hetreward::{Dataset, Error, Params, RewardModel};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -214,12 +215,20 @@ fn choice_of<E: Coded + Send + Sync>(values: &'static [E]) -> impl TypedValuePar
         .map(|name| E::from_name(&name).expect("one of the listed names"))
 }
 
+/// Most coefficients `fit --profile` accepts: each interval costs dozens of dense constrained
+/// fits (`O(n p^2)` per Newton iteration).
+const MAX_PROFILE_COEFFICIENTS: usize = 64;
+
 #[derive(clap::Args)]
 struct FitArgs {
     /// Print every theta row of the coefficient table (by default, above 50 theta coefficients
     /// it shows a summary line and the 10 largest |z|; gamma is always in full).
     #[arg(long)]
     all_rows: bool,
+    /// Also print every coefficient's 95% profile-likelihood interval (offline reports; at
+    /// most 64 coefficients, dozens of constrained fits each; an unbounded side is inf).
+    #[arg(long)]
+    profile: bool,
     /// Training data: .csv (cluster?, y, psi0, z1..z{d1}, psi1..psi{d2}) or .safetensors.
     data: PathBuf,
     /// Where to write the model file (absent or a writable regular file; replaced only when
@@ -483,6 +492,17 @@ fn with_progress<T>(work: impl FnOnce(&FitControl) -> T) -> T {
 fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
     check_fit_outputs(&args)?;
     let data = training::read_training(&args.data)?;
+    if args.profile && data.n_params() > MAX_PROFILE_COEFFICIENTS {
+        return Err(Error::invalid(
+            "profile",
+            format!(
+                "--profile supports at most {MAX_PROFILE_COEFFICIENTS} coefficients; the data \
+                 has {}",
+                data.n_params()
+            ),
+        )
+        .into());
+    }
     let init = match (&args.theta0, &args.gamma0, args.init) {
         (Some(theta), gamma, InitKind::Default) => Init::Explicit(Params {
             theta: theta.clone(),
@@ -545,11 +565,57 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         None => None,
     };
     print_model(&model, args.all_rows, out)?;
+    if args.profile {
+        print_profile(&data, &model, args.threads, out)?;
+    }
     out.flush()?;
     if let Some(f) = report_out {
         f.commit()?;
     }
     model_out.commit()?;
+    Ok(())
+}
+
+/// The 95% profile-likelihood interval of every coefficient of `model`, fitted to `data`.
+fn print_profile(
+    data: &Dataset,
+    model: &RewardModel,
+    threads: usize,
+    out: &mut Out,
+) -> Result<(), Failure> {
+    const ALPHA: f64 = 0.05;
+    let intervals = hetreward::parallel::run_in_pool(threads, || {
+        (0..data.n_params())
+            .map(|c| profile::coefficient_interval(data, model.params(), c, ALPHA))
+            .collect::<hetreward::Result<Vec<_>>>()
+    })??;
+    let fits: usize = intervals.iter().map(|p| p.fits).sum();
+    outln!(
+        out,
+        "profile-likelihood 95% intervals ({fits} constrained fits):"
+    );
+    outln!(
+        out,
+        "{:<12} {:>12} {:>12} {:>12}",
+        "coefficient",
+        "estimate",
+        "lower",
+        "upper"
+    );
+    for (c, p) in intervals.iter().enumerate() {
+        let name = if c < data.d1() {
+            format!("theta[{c}]")
+        } else {
+            format!("gamma[{}]", c - data.d1())
+        };
+        outln!(
+            out,
+            "{name:<12} {:>12.6} {:>12.6} {:>12.6}",
+            p.estimate,
+            p.lower,
+            p.upper
+        );
+    }
     Ok(())
 }
 

@@ -410,6 +410,70 @@ fn bad_arguments_exit_2() {
 }
 
 #[test]
+fn fit_profile_prints_the_librarys_profile_intervals() {
+    let f = Fixture::new();
+    let text = ok(&[
+        "fit",
+        s(&f.path("train.csv")),
+        "--out",
+        s(&f.path("p.hrm")),
+        "--profile",
+    ]);
+    let at = text
+        .find("profile-likelihood 95% intervals")
+        .expect("the profile table");
+    let rows: Vec<Vec<&str>> = text[at..]
+        .lines()
+        .skip(2)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let model = f.model();
+    let names = ["theta[0]", "theta[1]", "theta[2]", "gamma[0]", "gamma[1]"];
+    assert_eq!(rows.len(), names.len(), "{text}");
+    for (c, (row, name)) in rows.iter().zip(names).enumerate() {
+        assert_eq!(row[0], name, "{text}");
+        let p = hetreward::profile::coefficient_interval(&f.data, model.params(), c, 0.05).unwrap();
+        for (cell, want) in row[1..].iter().zip([p.estimate, p.lower, p.upper]) {
+            let got: f64 = cell.parse().unwrap();
+            assert!(
+                (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
+                "{name}: {got} vs {want}"
+            );
+        }
+        assert!(
+            p.lower < p.estimate && p.estimate < p.upper,
+            "{name}: {p:?}"
+        );
+    }
+    // Too many coefficients: refused before fitting.
+    let mut csv = String::from("y,psi0");
+    for j in 0..70 {
+        csv.push_str(&format!(",z{}", j + 1));
+    }
+    csv.push('\n');
+    for i in 0..80 {
+        csv.push_str(&format!("{},1", i % 2));
+        for j in 0..70 {
+            csv.push_str(&format!(",{}", ((i * 7 + j * 3) % 11) as f64 / 11.0));
+        }
+        csv.push('\n');
+    }
+    let wide_csv = f.write("wide.csv", &csv);
+    fails(
+        &[
+            "fit",
+            s(&wide_csv),
+            "--out",
+            s(&f.path("w.hrm")),
+            "--profile",
+        ],
+        2,
+        &["--profile", "64"],
+    );
+    assert!(!f.path("w.hrm").exists());
+}
+
+#[test]
 fn inspect_rejects_damaged_model_files() {
     let f = Fixture::new();
     let bytes = std::fs::read(f.path("model.hrm")).unwrap();
