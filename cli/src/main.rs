@@ -602,12 +602,10 @@ fn print_profile(
         "lower",
         "upper"
     );
-    for (c, p) in intervals.iter().enumerate() {
-        let name = if c < data.d1() {
-            format!("theta[{c}]")
-        } else {
-            format!("gamma[{}]", c - data.d1())
-        };
+    // Rows in the stacked order (theta, then gamma), named as the coefficient table names them.
+    let table = model.coefficients(ALPHA)?;
+    for (row, p) in table.rows().iter().zip(&intervals) {
+        let name = row.name();
         outln!(
             out,
             "{name:<12} {:>12.6} {:>12.6} {:>12.6}",

@@ -22,7 +22,7 @@
 use super::batched::{self, DataFactor};
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::Result;
-use crate::fit::{refit, refit_from_scratch, refit_uses_cg, FitOptions, Run, Termination};
+use crate::fit::{refit, refit_from_scratch, refit_uses_cg, FitOptions, Termination};
 use crate::linalg::{dot, dot_f32};
 use crate::model::{sigmoid, Params};
 use rand::{Rng, SeedableRng};
@@ -236,7 +236,7 @@ fn lower_optimum(
     nll: f64,
     settings: &Settings,
 ) -> Result<(Params, bool)> {
-    let scratch: Run = refit_from_scratch(sample, &settings.estimator, settings.cancel)?;
+    let scratch = refit_from_scratch(sample, &settings.estimator, settings.cancel)?;
     let scratch_ok = scratch.state.params.is_finite() && scratch.state.nll.is_finite();
     if scratch_ok && (!params.is_finite() || !nll.is_finite() || scratch.state.nll < nll) {
         let converged = scratch.termination == Termination::Converged;
