@@ -81,7 +81,7 @@ EOF
         done
     done
     fit small.random small --init random --seed 5 --restarts 3
-    fit small.explicit small --theta0 0.1,0.2,0.3 --gamma0 0.1 --restarts 0
+    fit small.explicit small --theta0 0.1,0.2,0.3 --gamma0 0.1,-0.1 --restarts 0
     fit small.tol small --tol 1e-12 --max-iter 7
     for seed in 0 1 2 3; do
         fit "paper$seed.bootstrap" "paper$seed" --intervals bootstrap --seed "$seed"
