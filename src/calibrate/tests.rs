@@ -396,7 +396,8 @@ fn batched_refits_match_single_refits() {
         .unwrap();
         for (b, (p, converged)) in together.iter().enumerate() {
             let sample = data.with_labels(draws::labels(&u, 3, draws::Stream::Bootstrap, b));
-            let one = crate::fit::refit(&sample, hat.clone(), 1e-10, 50, None, None).unwrap();
+            let one =
+                crate::fit::refit(&sample, hat.clone(), limits(1e-10, 50), None, None).unwrap();
             assert!(*converged);
             assert_eq!(one.termination, crate::fit::Termination::Converged);
             let diff = p
@@ -476,8 +477,7 @@ fn bootstrap_draws_replicate_the_estimator_on_the_valley_shoulder() {
                 let warm = refit(
                     &sample,
                     est.clone(),
-                    1e-7,
-                    draws::REFIT_MAX_ITER,
+                    limits(1e-7, draws::REFIT_MAX_ITER),
                     None,
                     None,
                 );
@@ -541,4 +541,8 @@ fn bootstrap_draws_replicate_the_estimator_on_the_valley_shoulder() {
             "draw {b}: NLL {nll} above the estimator's {best}"
         );
     }
+}
+
+fn limits(tol: f64, max_iter: usize) -> crate::fit::Limits {
+    crate::fit::Limits { tol, max_iter }
 }
