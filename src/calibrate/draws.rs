@@ -155,18 +155,12 @@ pub fn parametric(
 ) -> Result<Draws> {
     let u = logits(data, truth);
     let runs: Vec<Result<(Params, bool)>> = if let Some(factor) = &settings.factor {
-        let warm = batched::refits(
-            data,
-            factor,
-            &u,
-            start,
-            reps,
-            seed,
-            stream,
-            settings.tol,
-            REFIT_MAX_ITER,
-            settings.cancel,
-        )?;
+        let limits = Limits {
+            tol: settings.tol,
+            max_iter: REFIT_MAX_ITER,
+        };
+        let draw = |b| labels(&u, seed, stream, b);
+        let warm = batched_refits(data, factor, start, reps, draw, limits, settings.cancel)?;
         warm.into_par_iter()
             .enumerate()
             .map(|(b, (params, converged))| {
@@ -192,6 +186,33 @@ pub fn parametric(
         out.theta.extend(p.theta.iter().map(|&v| v as f32));
         out.gamma.extend(p.gamma.iter().map(|&v| v as f32));
         out.diverged += usize::from(!converged);
+    }
+    Ok(out)
+}
+
+/// `reps` warm refits from `start` to the labels `draw(b)`, `b = 0..reps`, solved together in
+/// batches of [`batched::BATCH`] (large problems): each refit's estimate and whether it
+/// converged.
+///
+/// Errors: [`crate::Error::Cancelled`].
+pub(crate) fn batched_refits(
+    data: &Dataset,
+    factor: &DataFactor,
+    start: &Params,
+    reps: usize,
+    draw: impl Fn(usize) -> Vec<f64> + Sync,
+    limits: Limits,
+    cancel: Option<&AtomicBool>,
+) -> Result<Vec<(Params, bool)>> {
+    let mut out = Vec::with_capacity(reps);
+    for b0 in (0..reps).step_by(batched::BATCH) {
+        let labels: Vec<Vec<f64>> = (b0..(b0 + batched::BATCH).min(reps))
+            .into_par_iter()
+            .map(&draw)
+            .collect();
+        for (p, term) in batched::batch(data, factor, start, labels, limits, cancel)? {
+            out.push((p, term == Termination::Converged));
+        }
     }
     Ok(out)
 }

@@ -381,19 +381,10 @@ fn batched_refits_match_single_refits() {
         let (data, hat, u) = large_problem(f32_storage);
         let factor = batched::DataFactor::new(&data);
         let reps = 6;
-        let together = batched::refits(
-            &data,
-            &factor,
-            &u,
-            &hat,
-            reps,
-            3,
-            draws::Stream::Bootstrap,
-            1e-10,
-            50,
-            None,
-        )
-        .unwrap();
+        let draw = |b| draws::labels(&u, 3, draws::Stream::Bootstrap, b);
+        let together =
+            draws::batched_refits(&data, &factor, &hat, reps, draw, limits(1e-10, 50), None)
+                .unwrap();
         for (b, (p, converged)) in together.iter().enumerate() {
             let sample = data.with_labels(draws::labels(&u, 3, draws::Stream::Bootstrap, b));
             let one =
@@ -426,19 +417,8 @@ fn batched_refits_are_deterministic_whatever_the_thread_count() {
     let factor = batched::DataFactor::new(&data);
     let run = |threads| {
         crate::parallel::run_in_pool(threads, || {
-            batched::refits(
-                &data,
-                &factor,
-                &u,
-                &hat,
-                5,
-                9,
-                draws::Stream::Resized,
-                1e-7,
-                50,
-                None,
-            )
-            .unwrap()
+            let draw = |b| draws::labels(&u, 9, draws::Stream::Resized, b);
+            draws::batched_refits(&data, &factor, &hat, 5, draw, limits(1e-7, 50), None).unwrap()
         })
         .unwrap()
     };

@@ -365,8 +365,14 @@ impl State {
     }
 
     fn is_finite(&self) -> bool {
-        self.nll.is_finite() && self.params.is_finite() && self.grad.iter().all(|g| g.is_finite())
+        finite_point(&self.params, self.nll, &self.grad)
     }
+}
+
+/// A point a run may go on from: finite parameters, objective and gradient (else it ends
+/// [`Termination::Diverged`]; every loop: `run_solver` and the batched bootstrap refits).
+pub(crate) fn finite_point(params: &Params, nll: f64, grad: &[f64]) -> bool {
+    nll.is_finite() && params.is_finite() && grad.iter().all(|g| g.is_finite())
 }
 
 /// What one solver iteration produced.
