@@ -643,13 +643,13 @@ fn fit_in_pool(
         None => InMemory::dense(data),
     };
     let (first, prelude_iterations) = match &options.init {
-        Init::Default => homogeneous_start(
-            &mut objective,
-            variant,
-            options.tol,
-            control,
-            &mut diagnostics,
-        )?,
+        Init::Default => {
+            let at_zero = State::at(data, Params::zeros(data.d1(), data.d2()));
+            let cg = variant == NewtonVariant::Cg;
+            let stats = &mut diagnostics.cg;
+            let run = homogeneous_start(&mut objective, at_zero, cg, options.tol, control, stats)?;
+            (run.state.params, run.iterations)
+        }
         Init::Random => (random_params(data, &mut rng), 0),
         Init::Explicit(p) => (p.clone(), 0),
     };
@@ -736,51 +736,44 @@ fn random_params(data: &Dataset, rng: &mut impl Rng) -> Params {
 /// Newton-CG solves the homogeneous start to this fraction of its initial gradient norm (or
 /// the fit's tolerance, if tighter): it is only a start, and the joint run that follows (for
 /// d2 = 0, the same problem) goes on to the tolerance.
-pub(crate) const HOMOGENEOUS_START_RTOL: f64 = 1e-4;
+const HOMOGENEOUS_START_RTOL: f64 = 1e-4;
 /// Gradient tolerance of dense Newton's homogeneous start.
-pub(crate) const HOMOGENEOUS_DENSE_TOL: f64 = 1e-10;
+const HOMOGENEOUS_DENSE_TOL: f64 = 1e-10;
 /// Iteration cap of the homogeneous start.
-pub(crate) const HOMOGENEOUS_MAX_ITER: usize = 50;
+const HOMOGENEOUS_MAX_ITER: usize = 50;
 
-/// The limits of the homogeneous start of a fit to `tol` whose theta gradient at zero has norm
-/// `g0`, by Newton variant (the in-memory and the distributed fit alike).
-pub(crate) fn homogeneous_limits(cg: bool, g0: f64, tol: f64) -> Limits {
-    Limits {
+/// The default start: gamma = 0 and theta the maximiser with gamma held at 0 — a convex
+/// logistic regression of y on `psi0 * z` (exactly the MLE when d2 = 0) — solved by Newton-CG
+/// (`cg`) or dense Newton over [`Free::Theta`] from `at_zero`, the state at zero, for a fit to
+/// `tol`: the in-memory and the distributed fit alike. Newton-CG's work counters are added to
+/// `stats`.
+pub(crate) fn homogeneous_start<O: objective::Objective + ?Sized>(
+    objective: &mut O,
+    at_zero: State,
+    cg: bool,
+    tol: f64,
+    control: &FitControl,
+    stats: &mut newton_cg::CgStats,
+) -> Result<Run> {
+    let d1 = at_zero.params.theta.len();
+    let g0 = at_zero.grad[..d1].iter().map(|g| g * g).sum::<f64>().sqrt();
+    let limits = Limits {
         tol: if cg {
             (HOMOGENEOUS_START_RTOL * g0).max(tol)
         } else {
             HOMOGENEOUS_DENSE_TOL
         },
         max_iter: HOMOGENEOUS_MAX_ITER,
-    }
-}
-
-/// The default start: gamma = 0 and theta the maximiser with gamma held at 0 — a convex
-/// logistic regression of y on `psi0 * z` (exactly the MLE when d2 = 0).
-/// Returns the start and the iterations it took; `objective` keeps the last evaluation.
-fn homogeneous_start(
-    objective: &mut InMemory,
-    variant: NewtonVariant,
-    tol: f64,
-    control: &FitControl,
-    diagnostics: &mut Diagnostics,
-) -> Result<(Params, usize)> {
-    let data = objective.data();
-    let d1 = data.d1();
-    let state = State::at(data, Params::zeros(d1, data.d2()));
-    let g0 = state.grad[..d1].iter().map(|g| g * g).sum::<f64>().sqrt();
-    let cg = variant == NewtonVariant::Cg;
-    let limits = homogeneous_limits(cg, g0, tol);
-    let run = if cg {
+    };
+    if cg {
         let mut solver = newton_cg::NewtonCg::new(Free::Theta);
-        let run = run_solver(&mut solver, objective, state, limits, control, 0);
-        add_stats(&mut diagnostics.cg, &solver.stats);
-        run?
+        let run = run_solver(&mut solver, objective, at_zero, limits, control, 0);
+        add_stats(stats, &solver.stats);
+        run
     } else {
         let mut solver = newton::Newton::new(Free::Theta);
-        run_solver(&mut solver, objective, state, limits, control, 0)?
-    };
-    Ok((run.state.params, run.iterations))
+        run_solver(&mut solver, objective, at_zero, limits, control, 0)
+    }
 }
 
 #[cfg(test)]

@@ -40,8 +40,7 @@ use crate::likelihood::{
     Evaluation,
 };
 use crate::linalg::{
-    dot, lower_inverse_in_place, lower_matvec, lower_t_matvec, matmul, matmul_tn, ridged_cholesky,
-    try_cholesky,
+    dot, lower_matvec, lower_t_matvec, matmul, matmul_tn, ridged_cholesky, ridged_inverse_factor,
 };
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
@@ -120,33 +119,7 @@ impl DataPreconditioner {
     }
 
     fn build(row_norms: Vec<f64>, gram: &dyn Fn() -> DMatrix<f64>) -> Self {
-        let mut ridge_scale = 1e-10;
-        let factor = loop {
-            // Factored in place; a failure (rare: near-singular data Gram) rebuilds it with a
-            // 100x larger ridge rather than keeping a second copy around.
-            let mut a = gram();
-            let m = a.nrows();
-            let mean_diag = (a.trace() / m as f64).max(f64::MIN_POSITIVE);
-            let trace = a.trace();
-            for j in 0..m {
-                a[(j, j)] += ridge_scale * mean_diag;
-            }
-            let diag = a.diagonal();
-            if let Some(l) = try_cholesky(a) {
-                break (l, trace);
-            }
-            if ridge_scale >= 1.0 {
-                // Not even a heavily damped data Gram factorises: fall back to the diagonal.
-                break (
-                    DMatrix::from_diagonal(&diag.map(|v| v.max(mean_diag * 1e-8).sqrt())),
-                    trace,
-                );
-            }
-            ridge_scale *= 100.0;
-        };
-        let (factor, trace) = factor;
-        let mut inverse_factor = factor;
-        lower_inverse_in_place(&mut inverse_factor);
+        let (inverse_factor, trace) = ridged_inverse_factor(gram);
         DataPreconditioner {
             inverse_factor,
             trace,

@@ -35,6 +35,7 @@ mod gram;
 mod packed;
 mod simd;
 
+pub(crate) use cholesky::ridged_inverse_factor;
 pub use cholesky::{
     cholesky, lower_inverse_in_place, ridged_cholesky, spd_inverse, spd_inverse_factor,
     try_cholesky, RCOND_MIN,

@@ -28,16 +28,16 @@ use super::{merge_in_order, merge_summaries, Request, ShardStats, ShardSummary};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::newton::Newton;
-use crate::fit::newton_cg::NewtonCg;
+use crate::fit::newton_cg::{CgStats, NewtonCg};
 use crate::fit::objective::{Free, Objective};
 use crate::fit::{
-    homogeneous_limits, run_solver, FitControl, FitOptions, FitReport, Init, Limits, NewtonVariant,
+    homogeneous_start, run_solver, FitControl, FitOptions, FitReport, Init, Limits, NewtonVariant,
     Run, SolverKind, State, Termination, DENSE_NEWTON_MAX_PARAMS,
 };
 use crate::fitted::RewardModel;
 use crate::inference::{factors_from_matrices, CovarianceKind};
 use crate::likelihood::Curvature;
-use crate::linalg::{dot, lower_inverse_in_place, lower_matvec, lower_t_matvec, try_cholesky};
+use crate::linalg::{dot, lower_matvec, lower_t_matvec, ridged_inverse_factor};
 use crate::model::Params;
 use nalgebra::DMatrix;
 use std::sync::Arc;
@@ -225,10 +225,11 @@ pub fn fit_distributed(
             // The first round also brings the expected information: the dense step's matrix,
             // or the CG preconditioner of the homogeneous phase.
             let at = driver.start(Params::zeros(d1, d2), true)?;
-            let limits = homogeneous_limits(!driver.dense, norm(&at.grad[..d1]), options.tol);
             // The homogeneous run's last point (with the full gradient, and the full
             // matrices in the dense variant) is the joint run's first: no round to re-fetch.
-            let run = driver.run(Free::Theta, at, limits, control)?;
+            let cg = !driver.dense;
+            let mut stats = CgStats::default();
+            let run = homogeneous_start(&mut driver, at, cg, options.tol, control, &mut stats)?;
             (run.state, run.iterations)
         }
         Init::Explicit(p) => (driver.start(p.clone(), driver.dense)?, 0),
@@ -390,26 +391,7 @@ impl Driver<'_> {
             }
         };
         let p = free.block(full, self.d1);
-        let m = p.nrows();
-        let mean_diag = (p.trace() / m as f64).max(f64::MIN_POSITIVE);
-        let mut ridge = 1e-10 * mean_diag;
-        let mut x = loop {
-            let mut a = p.clone();
-            for j in 0..m {
-                a[(j, j)] += ridge;
-            }
-            if let Some(l) = try_cholesky(a) {
-                break l;
-            }
-            if ridge >= mean_diag {
-                break DMatrix::from_diagonal(
-                    &p.diagonal().map(|v| v.max(mean_diag * 1e-8).sqrt()),
-                );
-            }
-            ridge *= 100.0;
-        };
-        lower_inverse_in_place(&mut x);
-        Ok(x)
+        Ok(ridged_inverse_factor(&|| p.clone()).0)
     }
 }
 
