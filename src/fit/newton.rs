@@ -10,6 +10,7 @@ use super::line_search::backtrack;
 use super::objective::{Free, Objective};
 use super::{Solver, State, Step};
 use crate::error::Result;
+use crate::linalg::RIDGE_START;
 use nalgebra::{DMatrix, DVector};
 
 /// Damped Newton / Fisher scoring (see the module docs) over the free coordinates of any
@@ -48,7 +49,7 @@ pub(crate) fn damped_direction(info: &DMatrix<f64>, g: &DVector<f64>) -> DVector
             return d;
         }
         lambda = if lambda == 0.0 {
-            1e-10 * scale
+            RIDGE_START * scale
         } else {
             lambda * 10.0
         };

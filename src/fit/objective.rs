@@ -323,4 +323,25 @@ mod tests {
         let theta = Free::Theta.along(&start, &[2.0, 4.0], 0.5);
         assert_eq!(theta.stacked(), vec![2.0, 3.0, 1.0]);
     }
+
+    /// Integer sample weights are repeated rows (`crate::testing::select_rows`): every row
+    /// twice is the same likelihood, so the same estimate through the same iteration.
+    #[test]
+    fn a_resample_with_repeated_rows_runs_the_same_iteration() {
+        use crate::fit::{fit, FitControl, FitOptions};
+        let data = crate::sim::paper_simulation(300, crate::sim::ActionDesign::Uniform, 4);
+        let twice: Vec<usize> = (0..data.n()).flat_map(|i| [i, i]).collect();
+        let doubled = crate::testing::select_rows(&data, &twice);
+        let options = FitOptions::default();
+        let a = fit(&data, &options, &FitControl::default()).unwrap();
+        let b = fit(&doubled, &options, &FitControl::default()).unwrap();
+        assert!(a.report.converged && b.report.converged);
+        let gap = a
+            .params
+            .stacked()
+            .iter()
+            .zip(b.params.stacked())
+            .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(gap < 1e-9, "{gap}");
+    }
 }

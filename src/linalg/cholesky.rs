@@ -197,6 +197,10 @@ pub fn spd_inverse_factor(a: DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
     Ok(a)
 }
 
+/// The first ridge of every damped factorisation (Levenberg damping of the Newton step,
+/// the ridged preconditioner factors), relative to the matrix's mean diagonal.
+pub(crate) const RIDGE_START: f64 = 1e-10;
+
 /// Cholesky factor of a small symmetric matrix that may be only semi-definite (the `d2 x d2`
 /// Schur complements of the Newton-CG preconditioners): a ridge of `1e-10` times the mean
 /// diagonal is added and grown 100x until it factorises; past `1e6` times the mean diagonal,
@@ -214,7 +218,7 @@ pub fn ridged_cholesky(s: DMatrix<f64>) -> DMatrix<f64> {
             return l;
         }
         ridge = if ridge == 0.0 {
-            1e-10 * mean_diag
+            RIDGE_START * mean_diag
         } else {
             ridge * 100.0
         };
@@ -231,7 +235,7 @@ pub fn ridged_cholesky(s: DMatrix<f64>) -> DMatrix<f64> {
 /// each ridge rather than copied (it can be the largest matrix of a fit). A preconditioner
 /// only sets CG's speed, never the answer.
 pub(crate) fn ridged_inverse_factor(make: &dyn Fn() -> DMatrix<f64>) -> (DMatrix<f64>, f64) {
-    let mut ridge_scale = 1e-10;
+    let mut ridge_scale = RIDGE_START;
     let (mut factor, trace) = loop {
         let mut a = make();
         let m = a.nrows();
@@ -258,7 +262,7 @@ pub(crate) fn ridged_inverse_factor(make: &dyn Fn() -> DMatrix<f64>) -> (DMatrix
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linalg::random_spd;
+    use crate::testing::random_spd;
 
     #[test]
     fn ridged_inverse_factor_grows_the_ridge_and_falls_back_to_the_diagonal() {

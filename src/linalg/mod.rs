@@ -35,11 +35,11 @@ mod gram;
 mod packed;
 mod simd;
 
-pub(crate) use cholesky::ridged_inverse_factor;
 pub use cholesky::{
     cholesky, lower_inverse_in_place, ridged_cholesky, spd_inverse, spd_inverse_factor,
     try_cholesky, RCOND_MIN,
 };
+pub(crate) use cholesky::{ridged_inverse_factor, RIDGE_START};
 pub use gram::{gram, gram_f32};
 pub use packed::{lower_matvec, lower_t_matvec, PackedLower};
 pub use simd::{axpy, axpy_f32, dot, dot_f32, has_fma, Element};
@@ -279,20 +279,6 @@ pub fn symmetrize(a: &mut DMatrix<f64>) {
             a[(j, i)] = v;
         }
     }
-}
-
-/// A seeded, well-conditioned `p x p` SPD matrix for the kernels' tests.
-#[cfg(test)]
-pub(crate) fn random_spd(p: usize, seed: u64) -> DMatrix<f64> {
-    let mut s = seed;
-    let mut next = || {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-    };
-    let b = DMatrix::from_fn(p, p + 5, |_, _| next());
-    &b * b.transpose() / p as f64 + DMatrix::identity(p, p) * 0.01
 }
 
 #[cfg(test)]
