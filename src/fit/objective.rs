@@ -12,7 +12,9 @@
 //!
 //! An objective over a subset of the samples, or with integer sample weights (the cluster
 //! jackknife and bootstrap refits of issue 20), is an `InMemory` over the [`Dataset`] of those
-//! rows: nothing in the solvers changes.
+//! rows, a row repeated once per unit of weight (the test fixture `testing::select_rows`
+//! builds one; a test shows every row twice gives the same estimate), warm-started by
+//! `super::refit`: nothing in the solvers changes.
 
 use super::newton_cg::{CgStats, DataPreconditioner, StepPreconditioner};
 use super::State;
