@@ -22,8 +22,9 @@
 
 use crate::data::Dataset;
 use crate::error::{check_finite, Error, Result};
+use crate::fit::in_memory::InMemory;
 use crate::fit::newton::Newton;
-use crate::fit::objective::{Free, InMemory};
+use crate::fit::objective::Free;
 use crate::fit::{run_solver, FitControl, Limits, State};
 use crate::likelihood::{expected_information, mean_nll, observed_hessian};
 use crate::model::Params;

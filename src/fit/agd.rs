@@ -12,7 +12,7 @@
 //! products only); the second reuses the `t_i` (theta has not moved) for the full gradient at
 //! the new point (the next theta step and the convergence check; updates only).
 
-use super::objective::InMemory;
+use super::in_memory::InMemory;
 use super::{Solver, State, Step};
 use crate::error::Result;
 use crate::likelihood::{gamma_gradient_and_t, nll_and_gradient_given_t};

@@ -26,6 +26,7 @@
 //! Results are deterministic for a seed whatever the thread count (see [`crate::parallel`]).
 
 pub mod agd;
+pub(crate) mod in_memory;
 pub(crate) mod line_search;
 pub mod newton;
 pub mod newton_cg;
@@ -37,7 +38,8 @@ use crate::error::{check_finite, Error, Result};
 use crate::likelihood::nll_and_gradient;
 use crate::model::Params;
 use crate::parallel::run_in_pool;
-use objective::{Free, InMemory};
+use in_memory::InMemory;
+use objective::Free;
 use rand::Rng;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;

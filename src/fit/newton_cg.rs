@@ -35,14 +35,9 @@ use super::objective::{Free, Objective};
 use super::{Solver, State, Step};
 use crate::data::Dataset;
 use crate::error::Result;
-use crate::likelihood::{
-    cross_information, data_information_f32, gamma_information, row_squared_norms, Curvature,
-    Evaluation,
-};
-use crate::linalg::{
-    dot, lower_matvec, lower_t_matvec, matmul, matmul_tn, ridged_cholesky, ridged_inverse_factor,
-};
-use nalgebra::{DMatrix, DVector};
+use crate::likelihood::{data_information_f32, row_squared_norms, Curvature};
+use crate::linalg::{dot, ridged_inverse_factor};
+use nalgebra::DMatrix;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -125,95 +120,6 @@ impl DataPreconditioner {
             trace,
             row_norms,
         }
-    }
-}
-
-/// The preconditioner of one Newton step: `[[alpha P, B], [B^T, D]]` with `alpha` matching
-/// the trace of the current `I_tt`, and the exact current cross and gamma blocks `B = I_tg`,
-/// `D = I_gg` (cheap: `d2` is small), applied through the Schur complement
-/// `S = D - B^T (alpha P)^-1 B` (`d2 x d2`). Theta-only runs use `P` alone.
-#[derive(Debug, Clone)]
-pub(crate) struct StepPreconditioner {
-    base: Arc<DataPreconditioner>,
-    alpha: f64,
-    /// `W = X B` (`d1 x d2`).
-    w: DMatrix<f64>,
-    /// Cholesky factor of `S`.
-    s_factor: DMatrix<f64>,
-}
-
-impl StepPreconditioner {
-    /// The step preconditioner at the evaluated point `eval`, and the passes over the data it
-    /// took (the cross block: one, unless `theta_only` or `d2 = 0`).
-    pub(crate) fn at(
-        data: &Dataset,
-        base: Arc<DataPreconditioner>,
-        eval: &Evaluation,
-        theta_only: bool,
-    ) -> (Self, usize) {
-        let d2 = data.d2();
-        if theta_only || d2 == 0 {
-            let pre = StepPreconditioner {
-                base,
-                alpha: 1.0,
-                w: DMatrix::zeros(data.d1(), 0),
-                s_factor: DMatrix::zeros(0, 0),
-            };
-            return (pre, 0);
-        }
-        // Scale P to the current theta block: trace(I_tt) = (1/n) sum w sigma^2 |z|^2.
-        let current: f64 = eval
-            .terms
-            .iter()
-            .zip(&base.row_norms)
-            .map(|(st, r)| st.weight * st.sigma * st.sigma * r)
-            .sum::<f64>()
-            / data.n() as f64;
-        let alpha = if current > 0.0 && base.trace > 0.0 {
-            current / base.trace
-        } else {
-            1.0
-        };
-        let b = cross_information(data, &eval.terms);
-        let w = matmul(&base.inverse_factor, &b);
-        let d = gamma_information(data, &eval.terms);
-        let s = d - matmul_tn(&w, &w) / alpha;
-        let s_factor = ridged_cholesky(s);
-        let pre = StepPreconditioner {
-            base,
-            alpha,
-            w,
-            s_factor,
-        };
-        (pre, 1)
-    }
-
-    /// `M^-1 r`.
-    pub(crate) fn apply(&self, r: &[f64]) -> Vec<f64> {
-        let x = &self.base.inverse_factor;
-        let d1 = x.nrows();
-        if r.len() == d1 {
-            return lower_t_matvec(x, &lower_matvec(x, r));
-        }
-        let (rt, rg) = r.split_at(d1);
-        let mut q = lower_matvec(x, rt);
-        // u = S^-1 (r_g - W^T q / alpha)
-        let wq = self.w.tr_mul(&DVector::from_column_slice(&q));
-        let c = DVector::from_iterator(
-            rg.len(),
-            rg.iter().zip(wq.iter()).map(|(a, b)| a - b / self.alpha),
-        );
-        let u = nalgebra::Cholesky::pack_dirty(self.s_factor.clone()).solve(&c);
-        let wu = &self.w * &u;
-        for (qi, wi) in q.iter_mut().zip(wu.iter()) {
-            *qi -= wi;
-        }
-        let mut out = lower_t_matvec(x, &q);
-        for v in &mut out {
-            *v /= self.alpha;
-        }
-        out.extend(u.iter());
-        out
     }
 }
 
