@@ -74,6 +74,8 @@ pub mod select;
 pub mod shard;
 pub mod sim;
 pub mod stats;
+#[cfg(test)]
+mod testing;
 
 pub use data::Dataset;
 pub use error::{Error, Result};

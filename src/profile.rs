@@ -11,8 +11,9 @@
 //! 0.936), gamma_k 0.957 (Wald 0.928); 23% of the intervals were unbounded on one side, about
 //! 60 constrained fits per interval.
 //!
-//! Each constrained fit is a dense Newton solve over the free coefficients (observed Hessian,
-//! expected information where the observed one is not positive definite, Armijo steps), run
+//! Each constrained fit is the estimator's own dense Newton iteration (observed Hessian, Fisher
+//! scoring where it is not positive definite, the shared Armijo line search and stopping rule:
+//! `crate::fit::run_solver`) over every coefficient but `c` (the mask `Free::AllBut(c)`), run
 //! from two starts — the previous constrained optimum and the estimate with coefficient `c` set
 //! to `b` — keeping the lower optimum: the profile can have several branches. Each side's
 //! endpoint is bracketed by doubling steps of one Wald SE and refined by regula falsi (Illinois)
@@ -21,14 +22,19 @@
 
 use crate::data::Dataset;
 use crate::error::{check_finite, Error, Result};
-use crate::likelihood::{expected_information, mean_nll, nll_and_gradient, observed_hessian};
+use crate::fit::in_memory::InMemory;
+use crate::fit::newton::Newton;
+use crate::fit::objective::Free;
+use crate::fit::{run_solver, FitControl, Limits, State};
+use crate::likelihood::{expected_information, mean_nll, observed_hessian};
 use crate::model::Params;
 use crate::stats::critical_value;
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DMatrix;
 
 /// Iteration cap of one constrained Newton solve.
 const MAX_NEWTON_ITER: usize = 100;
-/// A constrained solve stops when every free gradient component is below this (mean NLL scale).
+/// A constrained solve stops when the norm of the free coordinates' gradient is below this
+/// (mean NLL scale).
 const GRAD_TOL: f64 = 1e-10;
 /// Doublings of the bracketing step before a side is declared unbounded (2^40 Wald SEs).
 const MAX_DOUBLINGS: usize = 40;
@@ -198,49 +204,25 @@ impl Profile<'_> {
         Ok(best.expect("two starts were solved"))
     }
 
-    /// Newton over the free coefficients from `x` (coefficient `c` fixed).
-    fn solve(&mut self, mut x: Vec<f64>) -> Result<(f64, Vec<f64>)> {
+    /// Newton over the free coefficients from `x` (coefficient `c` fixed): the mean NLL and
+    /// the point where it stopped.
+    fn solve(&mut self, x: Vec<f64>) -> Result<(f64, Vec<f64>)> {
         self.fits += 1;
-        let d1 = self.data.d1();
-        let free: Vec<usize> = (0..x.len()).filter(|&j| j != self.index).collect();
-        let (mut value, mut grad) = nll_and_gradient(self.data, &Params::from_stacked(&x, d1));
-        for _ in 0..MAX_NEWTON_ITER {
-            if !value.is_finite() {
-                return Err(Error::NotConverged {
-                    detail: "a profile-likelihood fit reached a non-finite objective".into(),
-                });
-            }
-            let g = DVector::from_iterator(free.len(), free.iter().map(|&j| grad[j]));
-            if g.amax() <= GRAD_TOL {
-                break;
-            }
-            let params = Params::from_stacked(&x, d1);
-            let sub = |h: DMatrix<f64>| h.select_rows(&free).select_columns(&free);
-            let direction = sub(observed_hessian(self.data, &params))
-                .cholesky()
-                .or_else(|| sub(expected_information(self.data, &params)).cholesky())
-                .map(|c| -c.solve(&g))
-                .unwrap_or_else(|| -g.clone());
-            let slope = g.dot(&direction);
-            let mut tau = 1.0;
-            let mut moved = false;
-            while tau > 1e-12 {
-                let mut trial = x.clone();
-                for (&j, d) in free.iter().zip(direction.iter()) {
-                    trial[j] += tau * d;
-                }
-                let (v, gr) = nll_and_gradient(self.data, &Params::from_stacked(&trial, d1));
-                if v.is_finite() && v <= value + 1e-4 * tau * slope {
-                    (x, value, grad, moved) = (trial, v, gr, true);
-                    break;
-                }
-                tau *= 0.5;
-            }
-            if !moved {
-                break;
-            }
+        let start = State::at(self.data, Params::from_stacked(&x, self.data.d1()));
+        let limits = Limits {
+            tol: GRAD_TOL,
+            max_iter: MAX_NEWTON_ITER,
+        };
+        let mut solver = Newton::new(Free::AllBut(self.index));
+        let mut objective = InMemory::dense(self.data);
+        let control = FitControl::default();
+        let run = run_solver(&mut solver, &mut objective, start, limits, &control, 0)?;
+        if !run.state.nll.is_finite() {
+            return Err(Error::NotConverged {
+                detail: "a profile-likelihood fit reached a non-finite objective".into(),
+            });
         }
-        Ok((value, x))
+        Ok((run.state.nll, run.state.params.stacked()))
     }
 }
 

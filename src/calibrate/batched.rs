@@ -9,10 +9,12 @@
 //! pass at all: `z . (theta + tau d) = z . theta + tau z . d`, so one GEMM `Z D` serves every
 //! trial step of every refit.
 //!
-//! Each refit runs the same iteration as [`crate::fit::newton_cg`] (observed Hessian, Fisher
-//! scoring where the first CG direction meets non-positive curvature, Eisenstat–Walker
-//! forcing `min(0.5, sqrt(|g|))`, Armijo steps, the driver's stopping rule
-//! `crate::fit::stop_reason`), preconditioned by `[[alpha P, I_tg], [I_gt, I_gg]]` with `P` the
+//! This is the bulk case of the estimator's iteration (argmin's `bulk_*`): its own loop, on
+//! the same settings and rules as every other Newton-CG run — the CG cap and Eisenstat–Walker
+//! forcing of [`crate::fit::newton_cg`], the observed Hessian with Fisher scoring where the
+//! first CG direction meets non-positive curvature, the shared Armijo line search
+//! (`crate::fit::line_search::backtrack`, here along precomputed per-sample changes) and the
+//! shared stopping rule (`crate::fit::stop_reason`) — preconditioned by `[[alpha P, I_tg], [I_gt, I_gg]]` with `P` the
 //! theta block of the information at `theta = 0` (a property of the data, built once per
 //! calibration: [`DataFactor`]) and the cross and gamma blocks taken at the common start, which
 //! do not depend on the labels (the refits move about one standard error from it: the
@@ -22,13 +24,13 @@
 //! (each block one sequential faer GEMM on views of z), and all per-refit arithmetic is serial per
 //! refit.
 
-use super::draws::Stream;
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::{Error, Result};
-use crate::fit::{stop_reason, Termination};
-use crate::linalg::{dot, matmul, matmul_tn, ridged_cholesky};
+use crate::fit::line_search::backtrack;
+use crate::fit::newton_cg::{forcing, MAX_CG_ITERATIONS};
+use crate::fit::{finite_point, stop_reason, Limits, Termination};
+use crate::linalg::{dot, gemm_row_block, gemm_tn_block_add, matmul, matmul_tn, ridged_cholesky};
 use crate::model::{sample_terms, Params};
-use faer::{Accum, MatMut, MatRef, Par};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,12 +38,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Refits solved together at most (the batch's `n x k` work matrices: 27 MB each at the paper's
 /// n = 33,845 and k = 100).
 pub const BATCH: usize = 128;
-/// CG iterations per Newton step at most (as the single solver).
-const MAX_CG_ITERATIONS: usize = 250;
-/// Armijo sufficient-decrease fraction (as the single solver).
-const ARMIJO: f64 = 1e-4;
-/// Step halvings before the line search gives up (as the single solver).
-const MAX_HALVINGS: usize = 60;
 /// Rows of z per block of the `Z V` product.
 const ROW_BLOCK: usize = 512;
 /// Columns of z (rows of the output) per block of the `Z^T C` product.
@@ -169,14 +165,7 @@ fn z_times(data: &Dataset, v: &DMatrix<f64>) -> Vec<f64> {
                     &buf
                 }
             };
-            faer::linalg::matmul::matmul(
-                MatMut::from_row_major_slice_mut(c, rows, k),
-                Accum::Replace,
-                MatRef::from_row_major_slice(a, rows, d1),
-                MatRef::from_column_major_slice(v.as_slice(), d1, k),
-                1.0,
-                Par::Seq,
-            );
+            gemm_row_block(c, a, rows, v);
         });
     out
 }
@@ -197,25 +186,17 @@ fn z_t_times(data: &Dataset, c: &[f64], k: usize) -> DMatrix<f64> {
                     FeatureMatrix::F64(_) => n,
                     FeatureMatrix::F32(_) => WIDEN_ROWS.min(n - r0),
                 };
-                // a: this row block's columns c0..c0 + cols (rows x cols), a view into z
-                // or the widened copy.
-                let a = match data.features() {
+                // This row block's columns c0..c0 + cols: a view into z or the widened copy.
+                let b = &c[r0 * k..(r0 + rows) * k];
+                match data.features() {
                     FeatureMatrix::F64(z) => {
-                        MatRef::from_row_major_slice(z, n, d1).submatrix(r0, c0, rows, cols)
+                        gemm_tn_block_add(&mut out, z, d1, (r0, rows), (c0, cols), b, k)
                     }
                     FeatureMatrix::F32(_) => {
                         widen(data, r0, rows, c0, cols, &mut buf);
-                        MatRef::from_row_major_slice(&buf, rows, cols)
+                        gemm_tn_block_add(&mut out, &buf, cols, (0, rows), (0, cols), b, k)
                     }
-                };
-                faer::linalg::matmul::matmul(
-                    MatMut::from_row_major_slice_mut(&mut out, cols, k),
-                    Accum::Add,
-                    a.transpose(),
-                    MatRef::from_row_major_slice(&c[r0 * k..(r0 + rows) * k], rows, k),
-                    1.0,
-                    Par::Seq,
-                );
+                }
                 r0 += rows;
             }
             (c0, out)
@@ -409,7 +390,7 @@ fn directions(
                 r: g.iter().map(|v| -v).collect(),
                 p: Vec::new(),
                 rz: 0.0,
-                target: gnorm.sqrt().min(0.5) * gnorm,
+                target: forcing(gnorm) * gnorm,
                 iterations: 0,
                 observed: true,
                 result: None,
@@ -493,19 +474,19 @@ fn directions(
         .collect()
 }
 
-/// Refits `start` to each label vector of `labels` (all of one batch), at gradient tolerance
-/// `tol`, at most `max_iter` Newton steps each: the refits' estimates and terminations.
+/// Refits `start` to each label vector of `labels` (at most [`BATCH`], solved together) to the
+/// `limits` (gradient tolerance, Newton steps each): the refits' estimates and terminations.
 ///
 /// Errors: [`Error::Cancelled`].
-fn batch(
+pub(crate) fn batch(
     data: &Dataset,
     base: &DataFactor,
     start: &Params,
     labels: Vec<Vec<f64>>,
-    tol: f64,
-    max_iter: usize,
+    limits: Limits,
     cancel: Option<&AtomicBool>,
 ) -> Result<Vec<(Params, Termination)>> {
+    let Limits { tol, max_iter } = limits;
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
     let t0 = z_times(data, &DMatrix::from_column_slice(d1, 1, &start.theta));
     let sigma0: Vec<f64> = (0..n)
@@ -529,7 +510,7 @@ fn batch(
     evaluate(data, &mut refits, &all);
     loop {
         for r in refits.iter_mut().filter(|r| r.done.is_none()) {
-            r.done = if !(r.params.is_finite() && r.nll.is_finite()) {
+            r.done = if !finite_point(&r.params, r.nll, &r.grad) {
                 Some(Termination::Diverged)
             } else {
                 stop_reason(r.grad_norm(), r.nll, tol, r.iterations, max_iter)
@@ -565,18 +546,10 @@ fn batch(
                 }
                 let dtj: Vec<f64> = (0..n).map(|i| dt[i * k + j]).collect();
                 let ds: Vec<f64> = (0..n).map(|i| dot(&d[d1..], data.psi_row(i))).collect();
-                let noise = 16.0 * f64::EPSILON * r.nll.abs().max(1.0);
-                let mut tau = 1.0;
-                for _ in 0..MAX_HALVINGS {
-                    let value = r.nll_at(tau, &dtj, &ds);
-                    let sufficient = value <= r.nll + ARMIJO * tau * slope;
-                    let within_noise = -tau * slope <= noise && value <= r.nll + noise;
-                    if value.is_finite() && (sufficient || within_noise) {
-                        return Some(Step { tau, dt: dtj, ds });
-                    }
-                    tau *= 0.5;
-                }
-                None
+                // No pass over the data per trial: z . theta and sigma move linearly.
+                let accepted = backtrack(r.nll, slope, |tau| Ok((r.nll_at(tau, &dtj, &ds), tau)));
+                let tau = accepted.ok().flatten()?;
+                Some(Step { tau, dt: dtj, ds })
             })
             .collect();
         let mut moved = Vec::with_capacity(k);
@@ -605,35 +578,4 @@ fn batch(
         .into_iter()
         .map(|r| (r.params, r.done.unwrap_or(Termination::MaxIterations)))
         .collect())
-}
-
-/// `reps` parametric refits from `start` with the labels of draws `0..reps` of `stream`
-/// (logits `u` of the truth), solved in batches of [`BATCH`]: each refit's estimate and
-/// whether it converged.
-///
-/// Errors: [`Error::Cancelled`].
-#[allow(clippy::too_many_arguments)]
-pub fn refits(
-    data: &Dataset,
-    base: &DataFactor,
-    u: &[f64],
-    start: &Params,
-    reps: usize,
-    seed: u64,
-    stream: Stream,
-    tol: f64,
-    max_iter: usize,
-    cancel: Option<&AtomicBool>,
-) -> Result<Vec<(Params, bool)>> {
-    let mut out = Vec::with_capacity(reps);
-    for b0 in (0..reps).step_by(BATCH) {
-        let labels: Vec<Vec<f64>> = (b0..(b0 + BATCH).min(reps))
-            .into_par_iter()
-            .map(|b| super::draws::labels(u, seed, stream, b))
-            .collect();
-        for (p, term) in batch(data, base, start, labels, tol, max_iter, cancel)? {
-            out.push((p, term == Termination::Converged));
-        }
-    }
-    Ok(out)
 }

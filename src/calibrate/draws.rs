@@ -1,7 +1,7 @@
 //! Parametric bootstrap draws: labels redrawn from a model `(theta, gamma)` on the training
-//! covariates, each sample refitted by warm-started Newton ([`crate::fit::refit`]).
+//! covariates, each sample refitted by warm-started Newton (`fit::refit`).
 //!
-//! Problems that [`crate::fit::refit`] solves by Newton-CG (more than
+//! Problems that `fit::refit` solves by Newton-CG (more than
 //! [`crate::fit::DENSE_NEWTON_MAX_PARAMS`] parameters) are refitted together instead
 //! ([`super::batched`]: the Hessian products of all refits as GEMMs over z).
 //!
@@ -10,7 +10,7 @@
 //! for any thread count.
 //!
 //! A warm-started refit that does not converge within [`REFIT_MAX_ITER`] iterations is solved
-//! again by the estimator itself ([`crate::fit::refit_from_scratch`]: the fit's own starts),
+//! again by the estimator itself (`fit::refit_from_scratch`: the fit's own starts),
 //! and the lower optimum is kept. The likelihood can have several branches: at small n a
 //! warm start on the shoulder of the `|gamma| -> infinity` valley runs off along it while the
 //! estimator finds a finite optimum, and a bootstrap must replicate the estimator, not the
@@ -22,7 +22,7 @@
 use super::batched::{self, DataFactor};
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::Result;
-use crate::fit::{refit, refit_from_scratch, refit_uses_cg, FitOptions, Termination};
+use crate::fit::{refit, refit_from_scratch, refit_uses_cg, FitOptions, Limits, Termination};
 use crate::linalg::{dot, dot_f32};
 use crate::model::{sigmoid, Params};
 use rand::{Rng, SeedableRng};
@@ -155,18 +155,12 @@ pub fn parametric(
 ) -> Result<Draws> {
     let u = logits(data, truth);
     let runs: Vec<Result<(Params, bool)>> = if let Some(factor) = &settings.factor {
-        let warm = batched::refits(
-            data,
-            factor,
-            &u,
-            start,
-            reps,
-            seed,
-            stream,
-            settings.tol,
-            REFIT_MAX_ITER,
-            settings.cancel,
-        )?;
+        let limits = Limits {
+            tol: settings.tol,
+            max_iter: REFIT_MAX_ITER,
+        };
+        let draw = |b| labels(&u, seed, stream, b);
+        let warm = batched_refits(data, factor, start, reps, draw, limits, settings.cancel)?;
         warm.into_par_iter()
             .enumerate()
             .map(|(b, (params, converged))| {
@@ -196,6 +190,33 @@ pub fn parametric(
     Ok(out)
 }
 
+/// `reps` warm refits from `start` to the labels `draw(b)`, `b = 0..reps`, solved together in
+/// batches of [`batched::BATCH`] (large problems): each refit's estimate and whether it
+/// converged.
+///
+/// Errors: [`crate::Error::Cancelled`].
+pub(crate) fn batched_refits(
+    data: &Dataset,
+    factor: &DataFactor,
+    start: &Params,
+    reps: usize,
+    draw: impl Fn(usize) -> Vec<f64> + Sync,
+    limits: Limits,
+    cancel: Option<&AtomicBool>,
+) -> Result<Vec<(Params, bool)>> {
+    let mut out = Vec::with_capacity(reps);
+    for b0 in (0..reps).step_by(batched::BATCH) {
+        let labels: Vec<Vec<f64>> = (b0..(b0 + batched::BATCH).min(reps))
+            .into_par_iter()
+            .map(&draw)
+            .collect();
+        for (p, term) in batched::batch(data, factor, start, labels, limits, cancel)? {
+            out.push((p, term == Termination::Converged));
+        }
+    }
+    Ok(out)
+}
+
 /// The refits one after another through the pool (small problems: dense Newton per refit).
 fn sequential(
     data: &Dataset,
@@ -210,14 +231,11 @@ fn sequential(
         .into_par_iter()
         .map(|b| {
             let sample = data.with_labels(labels(u, seed, stream, b));
-            let run = refit(
-                &sample,
-                start.clone(),
-                settings.tol,
-                REFIT_MAX_ITER,
-                None,
-                settings.cancel,
-            )?;
+            let limits = Limits {
+                tol: settings.tol,
+                max_iter: REFIT_MAX_ITER,
+            };
+            let run = refit(&sample, start.clone(), limits, None, settings.cancel)?;
             if run.termination == Termination::Converged {
                 return Ok((run.state.params, true));
             }

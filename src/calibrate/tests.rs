@@ -381,22 +381,14 @@ fn batched_refits_match_single_refits() {
         let (data, hat, u) = large_problem(f32_storage);
         let factor = batched::DataFactor::new(&data);
         let reps = 6;
-        let together = batched::refits(
-            &data,
-            &factor,
-            &u,
-            &hat,
-            reps,
-            3,
-            draws::Stream::Bootstrap,
-            1e-10,
-            50,
-            None,
-        )
-        .unwrap();
+        let draw = |b| draws::labels(&u, 3, draws::Stream::Bootstrap, b);
+        let together =
+            draws::batched_refits(&data, &factor, &hat, reps, draw, limits(1e-10, 50), None)
+                .unwrap();
         for (b, (p, converged)) in together.iter().enumerate() {
             let sample = data.with_labels(draws::labels(&u, 3, draws::Stream::Bootstrap, b));
-            let one = crate::fit::refit(&sample, hat.clone(), 1e-10, 50, None, None).unwrap();
+            let one =
+                crate::fit::refit(&sample, hat.clone(), limits(1e-10, 50), None, None).unwrap();
             assert!(*converged);
             assert_eq!(one.termination, crate::fit::Termination::Converged);
             let diff = p
@@ -425,19 +417,8 @@ fn batched_refits_are_deterministic_whatever_the_thread_count() {
     let factor = batched::DataFactor::new(&data);
     let run = |threads| {
         crate::parallel::run_in_pool(threads, || {
-            batched::refits(
-                &data,
-                &factor,
-                &u,
-                &hat,
-                5,
-                9,
-                draws::Stream::Resized,
-                1e-7,
-                50,
-                None,
-            )
-            .unwrap()
+            let draw = |b| draws::labels(&u, 9, draws::Stream::Resized, b);
+            draws::batched_refits(&data, &factor, &hat, 5, draw, limits(1e-7, 50), None).unwrap()
         })
         .unwrap()
     };
@@ -476,8 +457,7 @@ fn bootstrap_draws_replicate_the_estimator_on_the_valley_shoulder() {
                 let warm = refit(
                     &sample,
                     est.clone(),
-                    1e-7,
-                    draws::REFIT_MAX_ITER,
+                    limits(1e-7, draws::REFIT_MAX_ITER),
                     None,
                     None,
                 );
@@ -541,4 +521,8 @@ fn bootstrap_draws_replicate_the_estimator_on_the_valley_shoulder() {
             "draw {b}: NLL {nll} above the estimator's {best}"
         );
     }
+}
+
+fn limits(tol: f64, max_iter: usize) -> crate::fit::Limits {
+    crate::fit::Limits { tol, max_iter }
 }

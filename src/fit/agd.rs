@@ -12,8 +12,8 @@
 //! products only); the second reuses the `t_i` (theta has not moved) for the full gradient at
 //! the new point (the next theta step and the convergence check; updates only).
 
+use super::in_memory::InMemory;
 use super::{Solver, State, Step};
-use crate::data::Dataset;
 use crate::error::Result;
 use crate::likelihood::{gamma_gradient_and_t, nll_and_gradient_given_t};
 use crate::model::Params;
@@ -32,8 +32,9 @@ impl Agd {
     }
 }
 
-impl Solver for Agd {
-    fn step(&mut self, data: &Dataset, state: &State) -> Result<Step> {
+impl Solver<InMemory<'_>> for Agd {
+    fn step(&mut self, objective: &mut InMemory<'_>, state: &State) -> Result<Step> {
+        let data = objective.data();
         let d1 = data.d1();
         let theta: Vec<f64> = state
             .params

@@ -1,7 +1,11 @@
 //! Maximum-likelihood estimation of `(theta, gamma)` (SPEC §2).
 //!
-//! Two solvers sit behind one small [`Solver`] trait and one driver loop ([`run_solver`]) that
+//! Two solvers sit behind one small `Solver` trait and one driver loop (`run_solver`) that
 //! owns termination: tolerance, iteration cap, divergence, cancellation and progress reporting.
+//! The solvers are written once against the problem (`objective.rs`, argmin's problem/solver
+//! split): the data in memory, the shards of a distributed fit ([`crate::shard::driver`]) or a
+//! profile's constrained problem ([`crate::profile`]), with one mask of the coordinates that
+//! move (all, theta only, all but one).
 //!
 //! * [`SolverKind::Newton`] (default): damped Newton on the joint likelihood with an Armijo
 //!   line search, falling back to Fisher scoring (the expected information, always positive
@@ -22,9 +26,11 @@
 //! Results are deterministic for a seed whatever the thread count (see [`crate::parallel`]).
 
 pub mod agd;
+pub(crate) mod in_memory;
 pub(crate) mod line_search;
 pub mod newton;
 pub mod newton_cg;
+pub(crate) mod objective;
 
 use crate::codes::coded_enum;
 use crate::data::Dataset;
@@ -32,6 +38,8 @@ use crate::error::{check_finite, Error, Result};
 use crate::likelihood::nll_and_gradient;
 use crate::model::Params;
 use crate::parallel::run_in_pool;
+use in_memory::InMemory;
+use objective::Free;
 use rand::Rng;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -62,9 +70,9 @@ pub enum NewtonVariant {
     /// Dense up to [`DENSE_NEWTON_MAX_PARAMS`] parameters, CG above (the default).
     #[default]
     Auto,
-    /// Form and factor the full Hessian every iteration ([`newton::Newton`]).
+    /// Form and factor the full Hessian every iteration (`Newton`).
     Dense,
-    /// Preconditioned conjugate gradients on Hessian-vector products ([`newton_cg::NewtonCg`]).
+    /// Preconditioned conjugate gradients on Hessian-vector products (`NewtonCg`).
     Cg,
 }
 
@@ -337,7 +345,7 @@ impl FitControl<'_> {
 
 /// Where a solver is: the current point with its objective and gradient.
 #[derive(Debug, Clone)]
-pub struct State {
+pub(crate) struct State {
     /// Current parameters.
     pub params: Params,
     /// Mean NLL at `params`.
@@ -348,44 +356,51 @@ pub struct State {
 
 impl State {
     /// Evaluates the objective and gradient at `params`.
-    pub fn at(data: &Dataset, params: Params) -> Self {
+    pub(crate) fn at(data: &Dataset, params: Params) -> Self {
         let (nll, grad) = nll_and_gradient(data, &params);
         State { params, nll, grad }
     }
 
     /// Euclidean norm of the gradient.
-    pub fn grad_norm(&self) -> f64 {
+    pub(crate) fn grad_norm(&self) -> f64 {
         self.grad.iter().map(|g| g * g).sum::<f64>().sqrt()
     }
 
     fn is_finite(&self) -> bool {
-        self.nll.is_finite() && self.params.is_finite() && self.grad.iter().all(|g| g.is_finite())
+        finite_point(&self.params, self.nll, &self.grad)
     }
 }
 
+/// A point a run may go on from: finite parameters, objective and gradient (else it ends
+/// [`Termination::Diverged`]; every loop: `run_solver` and the batched bootstrap refits).
+pub(crate) fn finite_point(params: &Params, nll: f64, grad: &[f64]) -> bool {
+    nll.is_finite() && params.is_finite() && grad.iter().all(|g| g.is_finite())
+}
+
 /// What one solver iteration produced.
-pub enum Step {
+pub(crate) enum Step {
     /// A new point.
     Moved(State),
     /// No acceptable step exists from here (line search failure).
     Stalled,
 }
 
-/// One iterative algorithm: from a state, produce the next one. The driver ([`run_solver`])
-/// decides when to stop.
-pub trait Solver {
+/// One iterative algorithm over an objective `O` (the problem: [`objective::Objective`]):
+/// from a state, produce the next one. The driver (`run_solver`) decides when to stop.
+pub(crate) trait Solver<O: ?Sized> {
     /// Performs one iteration from `state`.
-    fn step(&mut self, data: &Dataset, state: &State) -> Result<Step>;
+    fn step(&mut self, objective: &mut O, state: &State) -> Result<Step>;
 
-    /// The gradient norm this solver drives to the tolerance (default: the full gradient).
-    fn grad_norm(&self, state: &State) -> f64 {
-        state.grad_norm()
+    /// The coordinates this solver moves: the gradient norm driven to the tolerance is theirs
+    /// (default: every coordinate).
+    fn free(&self) -> Free {
+        Free::All
     }
 }
 
 /// Outcome of one start.
 #[derive(Debug, Clone)]
-pub struct Run {
+pub(crate) struct Run {
     /// Final state.
     pub state: State,
     /// Iterations done.
@@ -419,24 +434,43 @@ pub(crate) fn stop_reason(
     }
 }
 
-/// Drives `solver` from `start` until the gradient norm is at most `tol`, `max_iter` iterations
-/// are done, the solver stalls or diverges, or the caller cancels ([`Error::Cancelled`]).
-pub fn run_solver(
-    solver: &mut dyn Solver,
-    data: &Dataset,
+/// When a run stops: the gradient norm of the free coordinates at most `tol`, or `max_iter`
+/// iterations done.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Limits {
+    /// Gradient-norm tolerance.
+    pub(crate) tol: f64,
+    /// Iteration cap.
+    pub(crate) max_iter: usize,
+}
+
+/// Drives `solver` over `objective` from `start` until [`stop_reason`] says so (the
+/// tolerance of `limits` met, its iteration cap reached), the solver stalls or diverges, or
+/// the caller cancels ([`Error::Cancelled`]); `start_index` is reported to the progress
+/// observer. The only outer loop of every Newton and agd run: in memory, distributed, the
+/// profile's constrained fits and the bootstrap refits.
+pub(crate) fn run_solver<O: ?Sized>(
+    solver: &mut dyn Solver<O>,
+    objective: &mut O,
     start: State,
-    tol: f64,
-    max_iter: usize,
+    limits: Limits,
     control: &FitControl,
     start_index: usize,
 ) -> Result<Run> {
+    let Limits { tol, max_iter } = limits;
+    let free = solver.free();
     let mut state = start;
     let mut iterations = 0;
     let termination = loop {
         if !state.is_finite() {
             break Termination::Diverged;
         }
-        let grad_norm = solver.grad_norm(&state);
+        let grad_norm = free
+            .gather(&state.grad, state.params.theta.len())
+            .iter()
+            .map(|g| g * g)
+            .sum::<f64>()
+            .sqrt();
         if let Some(t) = stop_reason(grad_norm, state.nll, tol, iterations, max_iter) {
             break t;
         }
@@ -450,7 +484,7 @@ pub fn run_solver(
         if control.should_stop(&progress) {
             return Err(Error::Cancelled);
         }
-        match solver.step(data, &state)? {
+        match solver.step(objective, &state)? {
             Step::Moved(next) => state = next,
             Step::Stalled => break Termination::Stalled,
         }
@@ -508,11 +542,10 @@ pub fn fit_with(
 /// preconditioner (`shared`, Newton-CG only; `None` builds one).
 ///
 /// Errors: [`Error::Cancelled`].
-pub fn refit(
+pub(crate) fn refit(
     data: &Dataset,
     start: Params,
-    tol: f64,
-    max_iter: usize,
+    limits: Limits,
     shared: Option<std::sync::Arc<newton_cg::DataPreconditioner>>,
     cancel: Option<&AtomicBool>,
 ) -> Result<Run> {
@@ -524,18 +557,15 @@ pub fn refit(
     match newton_variant(data, &Tuning::default()) {
         NewtonVariant::Cg => {
             let shared = shared.unwrap_or_else(|| newton_cg::DataPreconditioner::shared(data).0);
-            let mut solver = newton_cg::NewtonCg::joint(shared);
-            run_solver(&mut solver, data, state, tol, max_iter, &control, 0)
+            let mut objective = InMemory::cg(data, shared);
+            let mut solver = newton_cg::NewtonCg::new(Free::All);
+            run_solver(&mut solver, &mut objective, state, limits, &control, 0)
         }
-        _ => run_solver(
-            &mut newton::Newton::joint(),
-            data,
-            state,
-            tol,
-            max_iter,
-            &control,
-            0,
-        ),
+        _ => {
+            let mut solver = newton::Newton::new(Free::All);
+            let mut objective = InMemory::dense(data);
+            run_solver(&mut solver, &mut objective, state, limits, &control, 0)
+        }
     }
 }
 
@@ -551,7 +581,7 @@ pub fn refit(
 /// `options` must have passed [`FitOptions::check`] for `data`'s dimensions.
 ///
 /// Errors: [`Error::Cancelled`].
-pub fn refit_from_scratch(
+pub(crate) fn refit_from_scratch(
     data: &Dataset,
     options: &FitOptions,
     cancel: Option<&AtomicBool>,
@@ -568,7 +598,7 @@ pub fn refit_from_scratch(
 }
 
 /// True when [`refit`] on `data` runs Newton-CG (and so can use a shared data preconditioner).
-pub fn refit_uses_cg(data: &Dataset) -> bool {
+pub(crate) fn refit_uses_cg(data: &Dataset) -> bool {
     newton_variant(data, &Tuning::default()) == NewtonVariant::Cg
 }
 
@@ -610,17 +640,18 @@ fn fit_in_pool(
         add_stats(&mut diagnostics.cg, &stats);
         built
     });
-    let mut handover: Option<(Params, crate::likelihood::Evaluation)> = None;
+    let mut objective = match &shared {
+        Some(base) => InMemory::cg(data, base.clone()),
+        None => InMemory::dense(data),
+    };
     let (first, prelude_iterations) = match &options.init {
-        Init::Default => homogeneous_start(
-            data,
-            variant,
-            options.tol,
-            control,
-            &mut diagnostics,
-            shared.as_ref(),
-            &mut handover,
-        )?,
+        Init::Default => {
+            let at_zero = State::at(data, Params::zeros(data.d1(), data.d2()));
+            let cg = variant == NewtonVariant::Cg;
+            let stats = &mut diagnostics.cg;
+            let run = homogeneous_start(&mut objective, at_zero, cg, options.tol, control, stats)?;
+            (run.state.params, run.iterations)
+        }
         Init::Random => (random_params(data, &mut rng), 0),
         Init::Explicit(p) => (p.clone(), 0),
     };
@@ -631,37 +662,33 @@ fn fit_in_pool(
     {
         starts.extend((0..options.restarts).map(|_| random_params(data, &mut rng)));
     }
+    let limits = Limits {
+        tol: options.tol,
+        max_iter,
+    };
     let mut runs = Vec::with_capacity(starts.len());
     for (k, start) in starts.into_iter().enumerate() {
+        // A start where the homogeneous run stopped takes over its last evaluation.
+        let state = objective.state(start);
         let run = match (options.solver, variant) {
             (SolverKind::Newton, NewtonVariant::Cg) => {
-                let base = shared.clone().expect("built for Newton-CG fits");
-                let mut solver = newton_cg::NewtonCg::joint(base);
-                let state = match handover.take() {
-                    Some((params, eval)) if params == start => solver.start_from(params, eval),
-                    _ => State::at(data, start),
-                };
-                let run = run_solver(&mut solver, data, state, options.tol, max_iter, control, k);
+                let mut solver = newton_cg::NewtonCg::new(Free::All);
+                let run = run_solver(&mut solver, &mut objective, state, limits, control, k);
                 add_stats(&mut diagnostics.cg, &solver.stats);
                 run?
             }
-            (SolverKind::Newton, _) => run_solver(
-                &mut newton::Newton::joint(),
-                data,
-                State::at(data, start),
-                options.tol,
-                max_iter,
-                control,
-                k,
-            )?,
+            (SolverKind::Newton, _) => {
+                let mut solver = newton::Newton::new(Free::All);
+                run_solver(&mut solver, &mut objective, state, limits, control, k)?
+            }
             (SolverKind::Agd, _) => {
                 let mut solver = agd::Agd::new(options.eta1, options.eta2);
-                let state = State::at(data, start);
-                run_solver(&mut solver, data, state, options.tol, max_iter, control, k)?
+                run_solver(&mut solver, &mut objective, state, limits, control, k)?
             }
         };
         runs.push(run);
     }
+    add_stats(&mut diagnostics.cg, &objective.stats);
     let best = best_run(&runs).clone();
     Ok((best, runs, diagnostics, prelude_iterations))
 }
@@ -708,42 +735,47 @@ fn random_params(data: &Dataset, rng: &mut impl Rng) -> Params {
     }
 }
 
-/// The default start: gamma = 0 and theta the maximiser with gamma held at 0 — a convex
-/// logistic regression of y on `psi0 * z` (exactly the MLE when d2 = 0).
-/// Returns the start and the iterations it took.
-/// Newton-CG solves the homogeneous start to this fraction of its initial gradient norm.
+/// Newton-CG solves the homogeneous start to this fraction of its initial gradient norm (or
+/// the fit's tolerance, if tighter): it is only a start, and the joint run that follows (for
+/// d2 = 0, the same problem) goes on to the tolerance.
 const HOMOGENEOUS_START_RTOL: f64 = 1e-4;
+/// Gradient tolerance of dense Newton's homogeneous start.
+const HOMOGENEOUS_DENSE_TOL: f64 = 1e-10;
+/// Iteration cap of the homogeneous start.
+const HOMOGENEOUS_MAX_ITER: usize = 50;
 
-fn homogeneous_start(
-    data: &Dataset,
-    variant: NewtonVariant,
+/// The default start: gamma = 0 and theta the maximiser with gamma held at 0 — a convex
+/// logistic regression of y on `psi0 * z` (exactly the MLE when d2 = 0) — solved by Newton-CG
+/// (`cg`) or dense Newton over [`Free::Theta`] from `at_zero`, the state at zero, for a fit to
+/// `tol`: the in-memory and the distributed fit alike. Newton-CG's work counters are added to
+/// `stats`.
+pub(crate) fn homogeneous_start<O: objective::Objective + ?Sized>(
+    objective: &mut O,
+    at_zero: State,
+    cg: bool,
     tol: f64,
     control: &FitControl,
-    diagnostics: &mut Diagnostics,
-    shared: Option<&std::sync::Arc<newton_cg::DataPreconditioner>>,
-    handover: &mut Option<(Params, crate::likelihood::Evaluation)>,
-) -> Result<(Params, usize)> {
-    let state = State::at(data, Params::zeros(data.d1(), data.d2()));
-    let run = if variant == NewtonVariant::Cg {
-        // Only a start: solved to 1e-4 of the initial gradient (or `tol`, if tighter). The
-        // joint run that follows (for d2 = 0, the same problem) goes on to `tol`.
-        let g0 = state.grad[..data.d1()]
-            .iter()
-            .map(|g| g * g)
-            .sum::<f64>()
-            .sqrt();
-        let start_tol = (HOMOGENEOUS_START_RTOL * g0).max(tol);
-        let base = shared.expect("built for Newton-CG fits").clone();
-        let mut solver = newton_cg::NewtonCg::theta_only(base);
-        let run = run_solver(&mut solver, data, state, start_tol, 50, control, 0);
-        add_stats(&mut diagnostics.cg, &solver.stats);
-        *handover = solver.take_last();
-        run?
-    } else {
-        let mut solver = newton::Newton::theta_only();
-        run_solver(&mut solver, data, state, 1e-10, 50, control, 0)?
+    stats: &mut newton_cg::CgStats,
+) -> Result<Run> {
+    let d1 = at_zero.params.theta.len();
+    let g0 = at_zero.grad[..d1].iter().map(|g| g * g).sum::<f64>().sqrt();
+    let limits = Limits {
+        tol: if cg {
+            (HOMOGENEOUS_START_RTOL * g0).max(tol)
+        } else {
+            HOMOGENEOUS_DENSE_TOL
+        },
+        max_iter: HOMOGENEOUS_MAX_ITER,
     };
-    Ok((run.state.params, run.iterations))
+    if cg {
+        let mut solver = newton_cg::NewtonCg::new(Free::Theta);
+        let run = run_solver(&mut solver, objective, at_zero, limits, control, 0);
+        add_stats(stats, &solver.stats);
+        run
+    } else {
+        let mut solver = newton::Newton::new(Free::Theta);
+        run_solver(&mut solver, objective, at_zero, limits, control, 0)
+    }
 }
 
 #[cfg(test)]

@@ -7,49 +7,24 @@
 //! line search (`fit/line_search.rs`).
 
 use super::line_search::backtrack;
+use super::objective::{Free, Objective};
 use super::{Solver, State, Step};
-use crate::data::Dataset;
 use crate::error::Result;
-use crate::likelihood::{
-    add_residual_cross_term, expected_information, mean_nll, residual_cross_term,
-};
+use crate::linalg::RIDGE_START;
 use nalgebra::{DMatrix, DVector};
 
-/// Which parameters the Newton solver moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Block {
-    /// theta and gamma together.
-    Joint,
-    /// theta only, gamma held fixed (the homogeneous start; a convex problem).
-    ThetaOnly,
-}
-
-/// Damped Newton / Fisher scoring (see the module docs).
+/// Damped Newton / Fisher scoring (see the module docs) over the free coordinates of any
+/// [`Objective`]: the data in memory, the shards of a distributed fit, or a profile's
+/// constrained problem.
 #[derive(Debug, Clone)]
-pub struct Newton {
-    block: Block,
+pub(crate) struct Newton {
+    free: Free,
 }
 
 impl Newton {
-    /// Newton on the joint parameter vector (theta, gamma).
-    pub fn joint() -> Self {
-        Newton {
-            block: Block::Joint,
-        }
-    }
-
-    /// Newton on theta with gamma held fixed.
-    pub fn theta_only() -> Self {
-        Newton {
-            block: Block::ThetaOnly,
-        }
-    }
-
-    fn free(&self, data: &Dataset) -> usize {
-        match self.block {
-            Block::Joint => data.n_params(),
-            Block::ThetaOnly => data.d1(),
-        }
+    /// Newton over the `free` coordinates.
+    pub(crate) fn new(free: Free) -> Self {
+        Newton { free }
     }
 }
 
@@ -74,7 +49,7 @@ pub(crate) fn damped_direction(info: &DMatrix<f64>, g: &DVector<f64>) -> DVector
             return d;
         }
         lambda = if lambda == 0.0 {
-            1e-10 * scale
+            RIDGE_START * scale
         } else {
             lambda * 10.0
         };
@@ -85,22 +60,10 @@ pub(crate) fn damped_direction(info: &DMatrix<f64>, g: &DVector<f64>) -> DVector
     }
 }
 
-impl Solver for Newton {
-    fn step(&mut self, data: &Dataset, state: &State) -> Result<Step> {
-        let m = self.free(data);
-        let g = DVector::from_column_slice(&state.grad[..m]);
-        let mut info = expected_information(data, &state.params);
-        if self.block == Block::ThetaOnly {
-            info = info.view((0, 0), (m, m)).into_owned();
-        }
-        let observed = match self.block {
-            Block::Joint if data.d2() > 0 => {
-                let mut h = info.clone();
-                add_residual_cross_term(&mut h, &residual_cross_term(data, &state.params));
-                h
-            }
-            _ => info.clone(),
-        };
+impl<O: Objective + ?Sized> Solver<O> for Newton {
+    fn step(&mut self, objective: &mut O, state: &State) -> Result<Step> {
+        let g = DVector::from_vec(self.free.gather(&state.grad, state.params.theta.len()));
+        let (info, observed) = objective.curvature_matrices(state, self.free)?;
         let direction = match solve_spd(observed, &g) {
             Some(d) if d.dot(&g) < 0.0 => d,
             _ => damped_direction(&info, &g),
@@ -109,20 +72,17 @@ impl Solver for Newton {
         if slope.is_nan() || slope >= 0.0 {
             return Ok(Step::Stalled);
         }
-        let accepted = backtrack(&state.params, state.nll, direction.as_slice(), slope, |p| {
-            Ok((mean_nll(data, &p), p))
+        let free = self.free;
+        let accepted = backtrack(state.nll, slope, |t| {
+            objective.trial(free.along(&state.params, direction.as_slice(), t))
         })?;
         Ok(match accepted {
-            Some(params) => Step::Moved(State::at(data, params)),
+            Some(trial) => Step::Moved(objective.accept(trial)?),
             None => Step::Stalled,
         })
     }
 
-    fn grad_norm(&self, state: &State) -> f64 {
-        let m = match self.block {
-            Block::Joint => state.grad.len(),
-            Block::ThetaOnly => state.params.theta.len(),
-        };
-        state.grad[..m].iter().map(|g| g * g).sum::<f64>().sqrt()
+    fn free(&self) -> Free {
+        self.free
     }
 }

@@ -1,12 +1,12 @@
 //! Newton's method for large problems: inexact (truncated) Newton with preconditioned
 //! conjugate gradients (Newton-CG).
 //!
-//! The dense [`super::newton::Newton`] forms the full `(d1+d2)^2` Hessian every iteration — a
+//! The dense `Newton` forms the full `(d1+d2)^2` Hessian every iteration — a
 //! weighted Gram product of `n (d1+d2)^2` flops (1.5e11 at the paper's scale). This solver
 //! never forms it. Each iteration:
 //!
 //! 1. solves `H d = -g` approximately by CG, using only Hessian-vector products
-//!    ([`hessian_vector`]: one pass over the data each, from the per-sample terms kept from
+//!    (`hessian_vector`: one pass over the data each, from the per-sample terms kept from
 //!    the last evaluation), to a relative residual `eta_k = min(0.5, sqrt(|g|))`
 //!    (Eisenstat–Walker forcing: superlinear convergence, cheap early steps). Where the
 //!    observed Hessian shows non-positive curvature on the first CG direction (away from a
@@ -31,24 +31,25 @@
 //! [`crate::linalg`]): the iterates do not depend on the thread count.
 
 use super::line_search::backtrack;
+use super::objective::{Free, Objective};
 use super::{Solver, State, Step};
 use crate::data::Dataset;
 use crate::error::Result;
-use crate::likelihood::{
-    cross_information, data_information_f32, evaluate, gamma_information, hessian_vector,
-    row_squared_norms, Curvature, Evaluation,
-};
-use crate::linalg::{
-    dot, lower_inverse_in_place, lower_matvec, lower_t_matvec, matmul, matmul_tn, ridged_cholesky,
-    try_cholesky,
-};
-use crate::model::Params;
-use nalgebra::{DMatrix, DVector};
+use crate::likelihood::{data_information_f32, row_squared_norms, Curvature};
+use crate::linalg::{dot, ridged_inverse_factor};
+use nalgebra::DMatrix;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// CG iterations per Newton step at most.
-const MAX_CG_ITERATIONS: usize = 250;
+/// CG iterations per Newton step at most (every Newton-CG iteration: in memory, distributed
+/// and the batched bootstrap refits).
+pub(crate) const MAX_CG_ITERATIONS: usize = 250;
+
+/// Eisenstat–Walker forcing: CG stops at relative residual `min(0.5, sqrt(|g|))` for a
+/// gradient of norm `grad_norm` (superlinear convergence, cheap early steps).
+pub(crate) fn forcing(grad_norm: f64) -> f64 {
+    grad_norm.sqrt().min(0.5)
+}
 
 /// Work counters of a Newton-CG run, with the wall-clock seconds of each kind of work (for
 /// benchmarks and profiles).
@@ -113,33 +114,7 @@ impl DataPreconditioner {
     }
 
     fn build(row_norms: Vec<f64>, gram: &dyn Fn() -> DMatrix<f64>) -> Self {
-        let mut ridge_scale = 1e-10;
-        let factor = loop {
-            // Factored in place; a failure (rare: near-singular data Gram) rebuilds it with a
-            // 100x larger ridge rather than keeping a second copy around.
-            let mut a = gram();
-            let m = a.nrows();
-            let mean_diag = (a.trace() / m as f64).max(f64::MIN_POSITIVE);
-            let trace = a.trace();
-            for j in 0..m {
-                a[(j, j)] += ridge_scale * mean_diag;
-            }
-            let diag = a.diagonal();
-            if let Some(l) = try_cholesky(a) {
-                break (l, trace);
-            }
-            if ridge_scale >= 1.0 {
-                // Not even a heavily damped data Gram factorises: fall back to the diagonal.
-                break (
-                    DMatrix::from_diagonal(&diag.map(|v| v.max(mean_diag * 1e-8).sqrt())),
-                    trace,
-                );
-            }
-            ridge_scale *= 100.0;
-        };
-        let (factor, trace) = factor;
-        let mut inverse_factor = factor;
-        lower_inverse_in_place(&mut inverse_factor);
+        let (inverse_factor, trace) = ridged_inverse_factor(gram);
         DataPreconditioner {
             inverse_factor,
             trace,
@@ -148,30 +123,13 @@ impl DataPreconditioner {
     }
 }
 
-/// The preconditioner of one Newton step: `[[alpha P, B], [B^T, D]]` with `alpha` matching
-/// the trace of the current `I_tt`, and the exact current cross and gamma blocks `B = I_tg`,
-/// `D = I_gg` (cheap: `d2` is small), applied through the Schur complement
-/// `S = D - B^T (alpha P)^-1 B` (`d2 x d2`). Theta-only runs use `P` alone.
-struct StepPreconditioner {
-    alpha: f64,
-    /// `W = X B` (`d1 x d2`).
-    w: DMatrix<f64>,
-    /// Cholesky factor of `S`.
-    s_factor: DMatrix<f64>,
-}
-
-/// Newton-CG on theta and gamma jointly, or on theta alone with gamma held fixed.
-///
-/// The data preconditioner is the solver's context: built once by the caller (the fit, or the
-/// bootstrap for all its refits) and handed to every run, never passed back out.
+/// Newton-CG over the free coordinates of any [`Objective`] (see the module docs): the data in
+/// memory, or the shards of a distributed fit (one round per product).
 #[derive(Debug, Clone)]
-pub struct NewtonCg {
-    theta_only: bool,
-    base: Arc<DataPreconditioner>,
-    /// The evaluation (with per-sample terms) at the last accepted point.
-    last: Option<(Params, Evaluation)>,
-    /// Work done so far.
-    pub stats: CgStats,
+pub(crate) struct NewtonCg {
+    free: Free,
+    /// Newton steps, CG iterations and Fisher steps so far (the objective counts passes).
+    pub(crate) stats: CgStats,
 }
 
 /// How the CG loop ended.
@@ -183,235 +141,111 @@ enum CgOutcome {
 }
 
 impl NewtonCg {
-    /// Newton-CG on the joint parameter vector (theta, gamma), preconditioned by `base`.
-    pub fn joint(base: Arc<DataPreconditioner>) -> Self {
-        Self::new(false, base)
-    }
-
-    /// Newton-CG on theta with gamma held fixed (a convex problem), preconditioned by `base`.
-    pub fn theta_only(base: Arc<DataPreconditioner>) -> Self {
-        Self::new(true, base)
-    }
-
-    fn new(theta_only: bool, base: Arc<DataPreconditioner>) -> Self {
+    /// Newton-CG over the `free` coordinates (`Free::All` or `Free::Theta`).
+    pub(crate) fn new(free: Free) -> Self {
         NewtonCg {
-            theta_only,
-            base,
-            last: None,
+            free,
             stats: CgStats::default(),
         }
     }
-
-    /// Hands over the evaluation (with per-sample terms) of the last accepted point, if any:
-    /// the terms do not depend on which parameters are free, so the next run from that point
-    /// need not evaluate it again.
-    pub fn take_last(&mut self) -> Option<(Params, Evaluation)> {
-        self.last.take()
-    }
-
-    /// Starts from an evaluation handed over by [`NewtonCg::take_last`]: returns the driver's
-    /// starting state at `params` without a pass over the data.
-    pub fn start_from(&mut self, params: Params, eval: Evaluation) -> State {
-        let state = State {
-            params: params.clone(),
-            nll: eval.nll,
-            grad: eval.grad.clone(),
-        };
-        self.last = Some((params, eval));
-        state
-    }
-
-    fn free(&self, data: &Dataset) -> usize {
-        if self.theta_only {
-            data.d1()
-        } else {
-            data.n_params()
-        }
-    }
-
-    /// The step preconditioner at the evaluated point.
-    fn step_preconditioner(&mut self, data: &Dataset, eval: &Evaluation) -> StepPreconditioner {
-        let base = &self.base;
-        let d2 = data.d2();
-        if self.theta_only || d2 == 0 {
-            return StepPreconditioner {
-                alpha: 1.0,
-                w: DMatrix::zeros(data.d1(), 0),
-                s_factor: DMatrix::zeros(0, 0),
-            };
-        }
-        // Scale P to the current theta block: trace(I_tt) = (1/n) sum w sigma^2 |z|^2.
-        let current: f64 = eval
-            .terms
-            .iter()
-            .zip(&base.row_norms)
-            .map(|(st, r)| st.weight * st.sigma * st.sigma * r)
-            .sum::<f64>()
-            / data.n() as f64;
-        let alpha = if current > 0.0 && base.trace > 0.0 {
-            current / base.trace
-        } else {
-            1.0
-        };
-        let b = cross_information(data, &eval.terms);
-        self.stats.passes += 1;
-        let w = matmul(&base.inverse_factor, &b);
-        let d = gamma_information(data, &eval.terms);
-        let s = d - matmul_tn(&w, &w) / alpha;
-        let s_factor = ridged_cholesky(s);
-        StepPreconditioner { alpha, w, s_factor }
-    }
-
-    fn apply_preconditioner(&self, step: &StepPreconditioner, r: &[f64]) -> Vec<f64> {
-        let x = &self.base.inverse_factor;
-        let d1 = x.nrows();
-        if r.len() == d1 {
-            return lower_t_matvec(x, &lower_matvec(x, r));
-        }
-        let (rt, rg) = r.split_at(d1);
-        let mut q = lower_matvec(x, rt);
-        // u = S^-1 (r_g - W^T q / alpha)
-        let wq = step.w.tr_mul(&DVector::from_column_slice(&q));
-        let c = DVector::from_iterator(
-            rg.len(),
-            rg.iter().zip(wq.iter()).map(|(a, b)| a - b / step.alpha),
-        );
-        let u = nalgebra::Cholesky::pack_dirty(step.s_factor.clone()).solve(&c);
-        let wu = &step.w * &u;
-        for (qi, wi) in q.iter_mut().zip(wu.iter()) {
-            *qi -= wi;
-        }
-        let mut out = lower_t_matvec(x, &q);
-        for v in &mut out {
-            *v /= step.alpha;
-        }
-        out.extend(u.iter());
-        out
-    }
-
-    /// Preconditioned CG on `M d = -g` to relative residual `eta`.
-    fn cg(
-        &mut self,
-        data: &Dataset,
-        eval: &Evaluation,
-        pre: &StepPreconditioner,
-        g: &[f64],
-        eta: f64,
-        curvature: Curvature,
-    ) -> CgOutcome {
-        let m = g.len();
-        let gnorm = dot(g, g).sqrt();
-        let mut x = vec![0.0; m];
-        let mut r: Vec<f64> = g.iter().map(|v| -v).collect();
-        let mut z = self.apply_preconditioner(pre, &r);
-        let mut p = z.clone();
-        let mut rz = dot(&r, &z);
-        let mut iterations = 0;
-        while iterations < MAX_CG_ITERATIONS {
-            let clock = Instant::now();
-            let hp = hessian_vector(data, &eval.terms, &p, curvature, self.theta_only);
-            self.stats.product_seconds += clock.elapsed().as_secs_f64();
-            self.stats.passes += 1;
-            iterations += 1;
-            let php = dot(&p, &hp);
-            if php.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !php.is_finite() {
-                if iterations == 1 {
-                    return CgOutcome::NegativeCurvature;
-                }
-                break; // keep the solution so far (truncated Newton)
-            }
-            let alpha = rz / php;
-            for j in 0..m {
-                x[j] += alpha * p[j];
-                r[j] -= alpha * hp[j];
-            }
-            if dot(&r, &r).sqrt() <= eta * gnorm {
-                break;
-            }
-            let clock = Instant::now();
-            z = self.apply_preconditioner(pre, &r);
-            self.stats.apply_seconds += clock.elapsed().as_secs_f64();
-            let rz_new = dot(&r, &z);
-            let beta = rz_new / rz;
-            rz = rz_new;
-            for j in 0..m {
-                p[j] = z[j] + beta * p[j];
-            }
-        }
-        self.stats.cg_iterations += iterations;
-        CgOutcome::Solved(x, iterations)
-    }
 }
 
-impl Solver for NewtonCg {
-    fn step(&mut self, data: &Dataset, state: &State) -> Result<Step> {
-        let m = self.free(data);
-        let eval = match self.last.take() {
-            Some((params, eval)) if params == state.params => eval,
-            _ => {
-                let clock = Instant::now();
-                let eval = evaluate(data, &state.params);
-                self.stats.evaluation_seconds += clock.elapsed().as_secs_f64();
-                self.stats.passes += 1;
-                eval
+/// Preconditioned CG on `M d = -g` to relative residual `eta`, `M` the `curvature` at `at`.
+fn cg<O: Objective + ?Sized>(
+    objective: &mut O,
+    at: &State,
+    pre: &O::Preconditioner,
+    g: &[f64],
+    eta: f64,
+    curvature: Curvature,
+    free: Free,
+) -> Result<CgOutcome> {
+    let m = g.len();
+    let gnorm = dot(g, g).sqrt();
+    let mut x = vec![0.0; m];
+    let mut r: Vec<f64> = g.iter().map(|v| -v).collect();
+    let mut z = objective.precondition(pre, &r);
+    let mut p = z.clone();
+    let mut rz = dot(&r, &z);
+    let mut iterations = 0;
+    while iterations < MAX_CG_ITERATIONS {
+        let hp = objective.hessian_vector(at, &p, curvature, free)?;
+        iterations += 1;
+        let php = dot(&p, &hp);
+        if php.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !php.is_finite() {
+            if iterations == 1 {
+                return Ok(CgOutcome::NegativeCurvature);
             }
-        };
-        let clock = Instant::now();
-        let pre = self.step_preconditioner(data, &eval);
-        self.stats.block_seconds += clock.elapsed().as_secs_f64();
+            break; // keep the solution so far (truncated Newton)
+        }
+        let alpha = rz / php;
+        for j in 0..m {
+            x[j] += alpha * p[j];
+            r[j] -= alpha * hp[j];
+        }
+        if dot(&r, &r).sqrt() <= eta * gnorm {
+            break;
+        }
+        z = objective.precondition(pre, &r);
+        let rz_new = dot(&r, &z);
+        let beta = rz_new / rz;
+        rz = rz_new;
+        for j in 0..m {
+            p[j] = z[j] + beta * p[j];
+        }
+    }
+    Ok(CgOutcome::Solved(x, iterations))
+}
+
+impl<O: Objective + ?Sized> Solver<O> for NewtonCg {
+    fn step(&mut self, objective: &mut O, state: &State) -> Result<Step> {
+        let pre = objective.preconditioner(state, self.free)?;
         self.stats.newton_steps += 1;
-        let g = &state.grad[..m];
-        let gnorm = dot(g, g).sqrt();
-        let eta = gnorm.sqrt().min(0.5);
-        let curvature = if self.theta_only {
-            Curvature::Expected // identical to the observed theta block
-        } else {
-            Curvature::Observed
+        let g = self.free.gather(&state.grad, state.params.theta.len());
+        let eta = forcing(dot(&g, &g).sqrt());
+        // The observed Hessian, or the expected information where it shows non-positive
+        // curvature on the first CG direction (Fisher scoring). On theta alone they are the
+        // same matrix.
+        let curvatures: &[Curvature] = match self.free {
+            Free::Theta => &[Curvature::Expected],
+            _ => &[Curvature::Observed, Curvature::Expected],
         };
-        let (direction, _iterations) = match self.cg(data, &eval, &pre, g, eta, curvature) {
-            CgOutcome::Solved(d, k) => (d, k),
-            CgOutcome::NegativeCurvature => {
+        let mut direction = None;
+        for (k, &curvature) in curvatures.iter().enumerate() {
+            if k > 0 {
                 self.stats.fisher_steps += 1;
-                match self.cg(data, &eval, &pre, g, eta, Curvature::Expected) {
-                    CgOutcome::Solved(d, k) => (d, k),
-                    // Even the Fisher direction is degenerate: precondition the gradient.
-                    CgOutcome::NegativeCurvature => {
-                        let neg: Vec<f64> = g.iter().map(|v| -v).collect();
-                        (self.apply_preconditioner(&pre, &neg), 0)
-                    }
-                }
+            }
+            if let CgOutcome::Solved(d, iterations) =
+                cg(objective, state, &pre, &g, eta, curvature, self.free)?
+            {
+                self.stats.cg_iterations += iterations;
+                direction = Some(d);
+                break;
+            }
+        }
+        // Even the Fisher direction is degenerate: precondition the gradient.
+        let direction = match direction {
+            Some(d) => d,
+            None => {
+                let neg: Vec<f64> = g.iter().map(|v| -v).collect();
+                objective.precondition(&pre, &neg)
             }
         };
-        let slope = dot(&direction, g);
+        let slope = dot(&direction, &g);
         if slope.is_nan() || slope >= 0.0 {
             return Ok(Step::Stalled);
         }
-        let stats = &mut self.stats;
-        let accepted = backtrack(&state.params, state.nll, &direction, slope, |params| {
-            let clock = Instant::now();
-            let next = evaluate(data, &params);
-            stats.evaluation_seconds += clock.elapsed().as_secs_f64();
-            stats.passes += 1;
-            Ok((next.nll, (params, next)))
+        let free = self.free;
+        let accepted = backtrack(state.nll, slope, |t| {
+            objective.trial(free.along(&state.params, &direction, t))
         })?;
-        let Some((params, next)) = accepted else {
-            return Ok(Step::Stalled);
-        };
-        let new_state = State {
-            params: params.clone(),
-            nll: next.nll,
-            grad: next.grad.clone(),
-        };
-        self.last = Some((params, next));
-        Ok(Step::Moved(new_state))
+        Ok(match accepted {
+            Some(trial) => Step::Moved(objective.accept(trial)?),
+            None => Step::Stalled,
+        })
     }
 
-    fn grad_norm(&self, state: &State) -> f64 {
-        let m = if self.theta_only {
-            state.params.theta.len()
-        } else {
-            state.grad.len()
-        };
-        state.grad[..m].iter().map(|g| g * g).sum::<f64>().sqrt()
+    fn free(&self) -> Free {
+        self.free
     }
 }

@@ -197,6 +197,10 @@ pub fn spd_inverse_factor(a: DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
     Ok(a)
 }
 
+/// The first ridge of every damped factorisation (Levenberg damping of the Newton step,
+/// the ridged preconditioner factors), relative to the matrix's mean diagonal.
+pub(crate) const RIDGE_START: f64 = 1e-10;
+
 /// Cholesky factor of a small symmetric matrix that may be only semi-definite (the `d2 x d2`
 /// Schur complements of the Newton-CG preconditioners): a ridge of `1e-10` times the mean
 /// diagonal is added and grown 100x until it factorises; past `1e6` times the mean diagonal,
@@ -214,7 +218,7 @@ pub fn ridged_cholesky(s: DMatrix<f64>) -> DMatrix<f64> {
             return l;
         }
         ridge = if ridge == 0.0 {
-            1e-10 * mean_diag
+            RIDGE_START * mean_diag
         } else {
             ridge * 100.0
         };
@@ -224,10 +228,67 @@ pub fn ridged_cholesky(s: DMatrix<f64>) -> DMatrix<f64> {
     }
 }
 
+/// `X = L^-1` for the lower Cholesky factor `L` of the symmetric positive semi-definite `P`
+/// that `make` builds (Newton-CG's preconditioners), with `tr P`: a ridge of `1e-10` times the
+/// mean diagonal is added and grown 100x until `P` factorises; past the mean diagonal itself,
+/// the inverse square roots of the (ridged) diagonal. `P` is factored in place and rebuilt for
+/// each ridge rather than copied (it can be the largest matrix of a fit). A preconditioner
+/// only sets CG's speed, never the answer.
+pub(crate) fn ridged_inverse_factor(make: &dyn Fn() -> DMatrix<f64>) -> (DMatrix<f64>, f64) {
+    let mut ridge_scale = RIDGE_START;
+    let (mut factor, trace) = loop {
+        let mut a = make();
+        let m = a.nrows();
+        let mean_diag = (a.trace() / m as f64).max(f64::MIN_POSITIVE);
+        let trace = a.trace();
+        for j in 0..m {
+            a[(j, j)] += ridge_scale * mean_diag;
+        }
+        let diag = a.diagonal();
+        if let Some(l) = try_cholesky(a) {
+            break (l, trace);
+        }
+        if ridge_scale >= 1.0 {
+            // Not even a heavily damped matrix factorises: fall back to the diagonal.
+            let d = diag.map(|v| v.max(mean_diag * 1e-8).sqrt());
+            break (DMatrix::from_diagonal(&d), trace);
+        }
+        ridge_scale *= 100.0;
+    };
+    lower_inverse_in_place(&mut factor);
+    (factor, trace)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linalg::random_spd;
+    use crate::testing::random_spd;
+
+    #[test]
+    fn ridged_inverse_factor_grows_the_ridge_and_falls_back_to_the_diagonal() {
+        // Positive definite: X^T X = P^-1 up to the 1e-10 ridge.
+        let p = random_spd(6, 3);
+        let (x, trace) = ridged_inverse_factor(&|| p.clone());
+        assert_eq!(trace, p.trace());
+        let err = (x.transpose() * &x * &p - DMatrix::identity(6, 6))
+            .abs()
+            .max();
+        assert!(err < 1e-8, "{err}");
+        // Rank one: factorises once ridged, and the factor is finite.
+        let v = DMatrix::from_fn(5, 1, |i, _| i as f64 + 1.0);
+        let rank_one = &v * v.transpose();
+        let (x, _) = ridged_inverse_factor(&|| rank_one.clone());
+        assert!(x.iter().all(|e| e.is_finite()) && x[(0, 0)] > 0.0);
+        // Not even positive semi-definite: the diagonal fallback, builds counted.
+        let builds = std::cell::Cell::new(0);
+        let negative = || {
+            builds.set(builds.get() + 1);
+            DMatrix::from_diagonal_element(3, 3, -1.0)
+        };
+        let (x, _) = ridged_inverse_factor(&negative);
+        assert!(builds.get() > 5);
+        assert!(x[(1, 0)] == 0.0 && x.iter().all(|e| e.is_finite()));
+    }
 
     #[test]
     fn cholesky_inverse_and_factor_of_inverse() {

@@ -39,6 +39,7 @@ pub use cholesky::{
     cholesky, lower_inverse_in_place, ridged_cholesky, spd_inverse, spd_inverse_factor,
     try_cholesky, RCOND_MIN,
 };
+pub(crate) use cholesky::{ridged_inverse_factor, RIDGE_START};
 pub use gram::{gram, gram_f32};
 pub use packed::{lower_matvec, lower_t_matvec, PackedLower};
 pub use simd::{axpy, axpy_f32, dot, dot_f32, has_fma, Element};
@@ -155,6 +156,48 @@ pub fn matmul_f32(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32
     c
 }
 
+/// `out = A V` computed by one sequential faer GEMM: `a` holds `rows x cols` row-major,
+/// `v` is `cols x k` (column-major), `out` `rows x k` row-major. The row blocks of the batched
+/// bootstrap refits' `Z V` (each block one task of the caller's fixed split: results do not
+/// depend on the thread count).
+pub(crate) fn gemm_row_block(out: &mut [f64], a: &[f64], rows: usize, v: &DMatrix<f64>) {
+    let (cols, k) = v.shape();
+    faer::linalg::matmul::matmul(
+        MatMut::from_row_major_slice_mut(out, rows, k),
+        Accum::Replace,
+        MatRef::from_row_major_slice(a, rows, cols),
+        view(v),
+        1.0,
+        Par::Seq,
+    );
+}
+
+/// `out += A_blk^T B` computed by one sequential faer GEMM, for `A_blk` the block of rows
+/// `r0..r0 + rows` and columns `c0..c0 + cols` of `a`, a row-major matrix with `a_cols`
+/// columns (a zero-copy view), `b` `rows x k` row-major and `out` `cols x k` row-major: the
+/// column blocks of the batched refits' `Z^T C`.
+pub(crate) fn gemm_tn_block_add(
+    out: &mut [f64],
+    a: &[f64],
+    a_cols: usize,
+    (r0, rows): (usize, usize),
+    (c0, cols): (usize, usize),
+    b: &[f64],
+    k: usize,
+) {
+    let a_rows = a.len() / a_cols.max(1);
+    faer::linalg::matmul::matmul(
+        MatMut::from_row_major_slice_mut(out, cols, k),
+        Accum::Add,
+        MatRef::from_row_major_slice(a, a_rows, a_cols)
+            .submatrix(r0, c0, rows, cols)
+            .transpose(),
+        MatRef::from_row_major_slice(b, rows, k),
+        1.0,
+        Par::Seq,
+    );
+}
+
 /// Output rows per task of [`gemm_tn_rows`].
 const TN_ROWS: usize = 256;
 
@@ -236,20 +279,6 @@ pub fn symmetrize(a: &mut DMatrix<f64>) {
             a[(j, i)] = v;
         }
     }
-}
-
-/// A seeded, well-conditioned `p x p` SPD matrix for the kernels' tests.
-#[cfg(test)]
-pub(crate) fn random_spd(p: usize, seed: u64) -> DMatrix<f64> {
-    let mut s = seed;
-    let mut next = || {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
-    };
-    let b = DMatrix::from_fn(p, p + 5, |_, _| next());
-    &b * b.transpose() / p as f64 + DMatrix::identity(p, p) * 0.01
 }
 
 #[cfg(test)]

@@ -335,7 +335,7 @@ impl PackedLower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linalg::random_spd;
+    use crate::testing::random_spd;
 
     #[test]
     fn packed_lower_norms_match_naive_and_do_not_depend_on_the_batch() {

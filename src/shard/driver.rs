@@ -27,29 +27,21 @@
 use super::{merge_in_order, merge_summaries, Request, ShardStats, ShardSummary};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::fit::line_search::backtrack;
-use crate::fit::newton::{damped_direction, solve_spd};
+use crate::fit::newton::Newton;
+use crate::fit::newton_cg::{CgStats, NewtonCg};
+use crate::fit::objective::{Free, Objective};
 use crate::fit::{
-    stop_reason, FitControl, FitOptions, FitReport, Init, NewtonVariant, Progress, SolverKind,
-    Termination, DENSE_NEWTON_MAX_PARAMS,
+    homogeneous_start, run_solver, FitControl, FitOptions, FitReport, Init, Limits, NewtonVariant,
+    Run, SolverKind, State, Termination, DENSE_NEWTON_MAX_PARAMS,
 };
 use crate::fitted::RewardModel;
 use crate::inference::{factors_from_matrices, CovarianceKind};
 use crate::likelihood::Curvature;
-use crate::linalg::{dot, lower_inverse_in_place, lower_matvec, lower_t_matvec, try_cholesky};
+use crate::linalg::{dot, lower_matvec, lower_t_matvec, ridged_inverse_factor};
 use crate::model::Params;
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DMatrix;
+use std::sync::Arc;
 use std::time::Instant;
-
-/// CG iterations (= Hessian-vector product rounds) per Newton step at most.
-const MAX_CG_ITERATIONS: usize = 250;
-/// The homogeneous start of the CG variant is solved to this fraction of its initial gradient
-/// norm (as the single-process Newton-CG).
-const HOMOGENEOUS_START_RTOL: f64 = 1e-4;
-/// Iteration cap of the homogeneous start.
-const HOMOGENEOUS_MAX_ITER: usize = 50;
-/// Gradient tolerance of the dense variant's homogeneous start (as the single-process fit).
-const HOMOGENEOUS_DENSE_TOL: f64 = 1e-10;
 
 /// Where the driver's sums come from: every shard's answer to a request, merged in a fixed
 /// order (shard index) so that results do not depend on scheduling.
@@ -224,25 +216,23 @@ pub fn fit_distributed(
         n: summary.n as f64,
         dense: variant == NewtonVariant::Dense,
         rounds: Rounds::default(),
-        control,
+        current: None,
+        phase: None,
     };
     let max_iter = options.effective_max_iter();
     let (at, prelude) = match &options.init {
         Init::Default => {
             // The first round also brings the expected information: the dense step's matrix,
             // or the CG preconditioner of the homogeneous phase.
-            let at = driver.point(Params::zeros(d1, d2), true)?;
-            let tol = if driver.dense {
-                HOMOGENEOUS_DENSE_TOL
-            } else {
-                (HOMOGENEOUS_START_RTOL * norm(&at.grad[..d1])).max(options.tol)
-            };
+            let at = driver.start(Params::zeros(d1, d2), true)?;
             // The homogeneous run's last point (with the full gradient, and the full
             // matrices in the dense variant) is the joint run's first: no round to re-fetch.
-            let run = driver.newton(at, d1, tol, HOMOGENEOUS_MAX_ITER)?;
-            (run.point, run.iterations)
+            let cg = !driver.dense;
+            let mut stats = CgStats::default();
+            let run = homogeneous_start(&mut driver, at, cg, options.tol, control, &mut stats)?;
+            (run.state, run.iterations)
         }
-        Init::Explicit(p) => (driver.point(p.clone(), driver.dense)?, 0),
+        Init::Explicit(p) => (driver.start(p.clone(), driver.dense)?, 0),
         Init::Random => {
             return Err(Error::invalid(
                 "init",
@@ -250,8 +240,12 @@ pub fn fit_distributed(
             ))
         }
     };
-    let run = driver.newton(at, d1 + d2, options.tol, max_iter)?;
-    let params = run.point.params.clone();
+    let limits = Limits {
+        tol: options.tol,
+        max_iter,
+    };
+    let run = driver.run(Free::All, at, limits, control)?;
+    let params = run.state.params.clone();
     let wants = |kind| covariance.is_none_or(|c| c == kind);
     let mut request = Request::at(params.clone());
     request.expected = wants(CovarianceKind::Expected);
@@ -268,8 +262,8 @@ pub fn fit_distributed(
         starts: 1,
         converged: run.termination == Termination::Converged,
         termination: run.termination,
-        grad_norm: norm(&run.point.grad),
-        neg_loglik: run.point.nll,
+        grad_norm: norm(&run.state.grad),
+        neg_loglik: run.state.nll,
         seconds: started.elapsed().as_secs_f64(),
         tol: options.tol,
     };
@@ -292,33 +286,28 @@ fn norm(v: &[f64]) -> f64 {
     dot(v, v).sqrt()
 }
 
-/// A point with its mean NLL and gradient and, where they were fetched, the mean expected
-/// information and observed Hessian (all parameters).
-struct Point {
+/// The matrices fetched with a point: the mean expected information and observed Hessian
+/// (all parameters), where they were asked for.
+struct Matrices {
     params: Params,
-    nll: f64,
-    grad: Vec<f64>,
     expected: Option<DMatrix<f64>>,
     observed: Option<DMatrix<f64>>,
 }
 
-/// How a Newton run ended.
-struct Run {
-    point: Point,
-    iterations: usize,
-    termination: Termination,
-}
-
-struct Driver<'a, 'c> {
+/// The shards as an [`Objective`]: every answer is one round of the oracle.
+struct Driver<'a> {
     oracle: &'a mut dyn Oracle,
     d1: usize,
     n: f64,
     dense: bool,
     rounds: Rounds,
-    control: &'a FitControl<'c>,
+    /// The matrices of the current point (dense: fetched with every point; CG: with the start).
+    current: Option<Matrices>,
+    /// CG's preconditioner for the running phase (see [`Driver::phase_preconditioner`]).
+    phase: Option<Arc<DMatrix<f64>>>,
 }
 
-impl Driver<'_, '_> {
+impl Driver<'_> {
     /// One round: the oracle's merged answer, checked to answer `request` over every row.
     fn ask(&mut self, request: &Request) -> Result<ShardStats> {
         self.rounds.total += 1;
@@ -330,7 +319,7 @@ impl Driver<'_, '_> {
     /// One round: the mean NLL and gradient at `params`; with `matrices`, also the expected
     /// information and, in the dense variant, the observed Hessian (fetched when d2 > 0;
     /// otherwise it is the same matrix). CG needs only the expected one (its preconditioner).
-    fn point(&mut self, params: Params, matrices: bool) -> Result<Point> {
+    fn point(&mut self, params: Params, matrices: bool) -> Result<(State, Matrices)> {
         let mut request = Request::at(params);
         request.value = true;
         let d2 = request.params.gamma.len();
@@ -349,21 +338,50 @@ impl Driver<'_, '_> {
         } else {
             None
         };
-        Ok(Point {
-            params: request.params,
+        let state = State {
+            params: request.params.clone(),
             nll: stats.nll_sum()? / self.n,
             grad: stats.grad_sum()?.iter().map(|g| g / self.n).collect(),
+        };
+        let fetched = Matrices {
+            params: request.params,
             expected,
             observed,
-        })
+        };
+        Ok((state, fetched))
+    }
+
+    /// A run's starting point (one round), with the matrices when asked for.
+    fn start(&mut self, params: Params, matrices: bool) -> Result<State> {
+        let (state, fetched) = self.point(params, matrices)?;
+        self.current = Some(fetched);
+        Ok(state)
+    }
+
+    /// Damped Newton (dense variant) or Newton-CG over the `free` coordinates from `at`, by
+    /// the one outer loop of every fit ([`run_solver`]); a new phase: CG builds its
+    /// preconditioner again.
+    fn run(&mut self, free: Free, at: State, limits: Limits, control: &FitControl) -> Result<Run> {
+        self.phase = None;
+        if self.dense {
+            run_solver(&mut Newton::new(free), self, at, limits, control, 0)
+        } else {
+            run_solver(&mut NewtonCg::new(free), self, at, limits, control, 0)
+        }
     }
 
     /// The lower Cholesky factor's inverse `X` (`P^-1 = X^T X`) of the mean expected
-    /// information block of the first `free` parameters at `at` (one round unless `at` has
-    /// it), ridged until it factorises: CG's preconditioner for a whole phase.
-    fn preconditioner(&mut self, at: &Point, free: usize) -> Result<DMatrix<f64>> {
-        let full = match &at.expected {
-            Some(m) => m.clone(),
+    /// information block of the `free` parameters at `at` (one round unless the current point
+    /// has it), ridged until it factorises: CG's preconditioner for a whole phase (the Fisher
+    /// blocks move twice per fit, not every iteration).
+    fn phase_preconditioner(&mut self, at: &State, free: Free) -> Result<DMatrix<f64>> {
+        let fetched = self
+            .current
+            .as_ref()
+            .filter(|m| m.params == at.params)
+            .and_then(|m| m.expected.clone());
+        let full = match fetched {
+            Some(m) => m,
             None => {
                 let mut request = Request::at(at.params.clone());
                 request.expected = true;
@@ -372,190 +390,83 @@ impl Driver<'_, '_> {
                 stats.expected(self.n)?
             }
         };
-        let p = full.view((0, 0), (free, free)).into_owned();
-        let mean_diag = (p.trace() / free as f64).max(f64::MIN_POSITIVE);
-        let mut ridge = 1e-10 * mean_diag;
-        let mut x = loop {
-            let mut a = p.clone();
-            for j in 0..free {
-                a[(j, j)] += ridge;
-            }
-            if let Some(l) = try_cholesky(a) {
-                break l;
-            }
-            if ridge >= mean_diag {
-                break DMatrix::from_diagonal(
-                    &p.diagonal().map(|v| v.max(mean_diag * 1e-8).sqrt()),
-                );
-            }
-            ridge *= 100.0;
-        };
-        lower_inverse_in_place(&mut x);
-        Ok(x)
+        let p = free.block(full, self.d1);
+        Ok(ridged_inverse_factor(&|| p.clone()).0)
+    }
+}
+
+impl Objective for Driver<'_> {
+    type Trial = (State, Matrices);
+    type Preconditioner = Arc<DMatrix<f64>>;
+
+    /// One round per point tried (with the matrices in the dense variant).
+    fn trial(&mut self, params: Params) -> Result<(f64, Self::Trial)> {
+        let (state, fetched) = self.point(params, self.dense)?;
+        Ok((state.nll, (state, fetched)))
     }
 
-    /// Damped Newton on the first `free` parameters from `at` (the others held fixed), to
-    /// gradient norm `tol` (as [`crate::fit::run_solver`] with the Newton solvers).
-    fn newton(&mut self, mut at: Point, free: usize, tol: f64, max_iter: usize) -> Result<Run> {
-        let precond = match self.dense {
-            true => None,
-            false => Some(self.preconditioner(&at, free)?),
-        };
-        let mut iterations = 0;
-        let termination = loop {
-            let finite = at.nll.is_finite()
-                && at.params.is_finite()
-                && at.grad.iter().all(|g| g.is_finite());
-            if !finite {
-                break Termination::Diverged;
-            }
-            let g = at.grad[..free].to_vec();
-            let grad_norm = norm(&g);
-            if let Some(t) = stop_reason(grad_norm, at.nll, tol, iterations, max_iter) {
-                break t;
-            }
-            let progress = Progress {
-                start: 0,
-                iteration: iterations,
-                max_iter,
-                neg_loglik: at.nll,
-                grad_norm,
-            };
-            if self.control.should_stop(&progress) {
-                return Err(Error::Cancelled);
-            }
-            let direction = match &precond {
-                None => dense_direction(&at, &g, free),
-                Some(x) => self.cg_direction(&at.params, x, &g, free)?,
-            };
-            let slope = dot(&direction, &g);
-            if slope.is_nan() || slope >= 0.0 {
-                break Termination::Stalled;
-            }
-            match self.line_search(&at, &direction, slope, free)? {
-                Some(next) => at = next,
-                None => break Termination::Stalled,
-            }
-            iterations += 1;
-        };
-        Ok(Run {
-            point: at,
-            iterations,
-            termination,
-        })
+    fn accept(&mut self, (state, fetched): Self::Trial) -> Result<State> {
+        self.current = Some(fetched);
+        Ok(state)
     }
 
-    /// Halves the step along `direction` until the Armijo condition (or the rounding-noise
-    /// acceptance of the single-process solvers) holds: one round per point tried.
-    fn line_search(
+    fn curvature_matrices(
         &mut self,
-        at: &Point,
-        direction: &[f64],
-        slope: f64,
-        free: usize,
-    ) -> Result<Option<Point>> {
-        debug_assert_eq!(direction.len(), free);
-        let dense = self.dense;
-        backtrack(&at.params, at.nll, direction, slope, |params| {
-            let next = self.point(params, dense)?;
-            Ok((next.nll, next))
-        })
-    }
-
-    /// Preconditioned CG on `M d = -g` (`M` the observed Hessian block, or the expected
-    /// information where the observed one shows negative curvature at once), one
-    /// Hessian-vector product round per iteration, to relative residual
-    /// `min(sqrt(|g|), 0.5)` (as the single-process Newton-CG).
-    fn cg_direction(
-        &mut self,
-        params: &Params,
-        x: &DMatrix<f64>,
-        g: &[f64],
-        free: usize,
-    ) -> Result<Vec<f64>> {
-        let joint = free > self.d1;
-        let curvatures: &[Curvature] = if joint {
-            &[Curvature::Observed, Curvature::Expected]
-        } else {
-            &[Curvature::Expected]
-        };
-        let apply = |r: &[f64]| lower_t_matvec(x, &lower_matvec(x, r));
-        let eta = norm(g).sqrt().min(0.5);
-        for &curvature in curvatures {
-            let mut d = vec![0.0; free];
-            let mut r: Vec<f64> = g.iter().map(|v| -v).collect();
-            let mut z = apply(&r);
-            let mut p = z.clone();
-            let mut rz = dot(&r, &z);
-            let mut negative_at_once = false;
-            for k in 0..MAX_CG_ITERATIONS {
-                let hp = self.product(params, &p, curvature)?;
-                let php = dot(&p, &hp[..free]);
-                if php.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !php.is_finite() {
-                    negative_at_once = k == 0;
-                    break;
-                }
-                let alpha = rz / php;
-                for j in 0..free {
-                    d[j] += alpha * p[j];
-                    r[j] -= alpha * hp[j];
-                }
-                if norm(&r) <= eta * norm(g) {
-                    break;
-                }
-                z = apply(&r);
-                let rz_new = dot(&r, &z);
-                let beta = rz_new / rz;
-                rz = rz_new;
-                for j in 0..free {
-                    p[j] = z[j] + beta * p[j];
-                }
-            }
-            if !negative_at_once {
-                return Ok(d);
-            }
+        at: &State,
+        free: Free,
+    ) -> Result<(DMatrix<f64>, DMatrix<f64>)> {
+        let fetched = self
+            .current
+            .as_ref()
+            .is_some_and(|m| m.params == at.params && m.observed.is_some());
+        if !fetched {
+            // Only a dense start fetched without matrices (never by this driver's runs).
+            let dense = std::mem::replace(&mut self.dense, true);
+            let point = self.point(at.params.clone(), true);
+            self.dense = dense;
+            self.current = Some(point?.1);
         }
-        // Even the Fisher direction is degenerate: the preconditioned gradient.
-        let neg: Vec<f64> = g.iter().map(|v| -v).collect();
-        Ok(apply(&neg))
+        let m = self.current.as_ref().expect("fetched above");
+        let block = |m: &Option<DMatrix<f64>>| {
+            free.block(m.clone().expect("fetched with the point"), self.d1)
+        };
+        let info = block(&m.expected);
+        let observed = match free {
+            Free::Theta => info.clone(),
+            _ => block(&m.observed),
+        };
+        Ok((info, observed))
+    }
+
+    fn preconditioner(&mut self, at: &State, free: Free) -> Result<Arc<DMatrix<f64>>> {
+        if self.phase.is_none() {
+            self.phase = Some(Arc::new(self.phase_preconditioner(at, free)?));
+        }
+        Ok(self.phase.clone().expect("built above"))
+    }
+
+    fn precondition(&mut self, x: &Arc<DMatrix<f64>>, r: &[f64]) -> Vec<f64> {
+        lower_t_matvec(x, &lower_matvec(x, r))
     }
 
     /// One round: the mean curvature times `v` (the free parameters; the others' entries are
     /// zero).
-    fn product(&mut self, params: &Params, v: &[f64], curvature: Curvature) -> Result<Vec<f64>> {
-        let mut full = v.to_vec();
-        full.resize(params.theta.len() + params.gamma.len(), 0.0);
-        let mut request = Request::at(params.clone());
-        request.products = vec![full];
+    fn hessian_vector(
+        &mut self,
+        at: &State,
+        v: &[f64],
+        curvature: Curvature,
+        free: Free,
+    ) -> Result<Vec<f64>> {
+        let p = at.params.theta.len() + at.params.gamma.len();
+        let mut request = Request::at(at.params.clone());
+        request.products = vec![free.scatter(v, self.d1, p)];
         request.curvature = curvature;
         let stats = self.ask(&request)?;
         self.rounds.products += 1;
-        Ok(stats.product(0)?.iter().map(|h| h / self.n).collect())
+        let product: Vec<f64> = stats.product(0)?.iter().map(|h| h / self.n).collect();
+        Ok(free.gather(&product, self.d1))
     }
-}
-
-/// The dense Newton direction at `at` (observed curvature, Fisher scoring where it is not
-/// positive definite or not a descent direction), as the single-process dense solver; the first
-/// `free` parameters move: theta alone (where the observed block is the expected one) or all.
-fn dense_direction(at: &Point, g: &[f64], free: usize) -> Vec<f64> {
-    let gv = DVector::from_column_slice(g);
-    let block = |m: &Option<DMatrix<f64>>| {
-        m.as_ref()
-            .expect("dense points carry the matrices")
-            .view((0, 0), (free, free))
-            .into_owned()
-    };
-    let info = block(&at.expected);
-    let observed = if free > at.params.theta.len() {
-        block(&at.observed)
-    } else {
-        info.clone()
-    };
-    let d = match solve_spd(observed, &gv) {
-        Some(d) if d.dot(&gv) < 0.0 => d,
-        _ => damped_direction(&info, &gv),
-    };
-    d.iter().copied().collect()
 }
 
 #[cfg(test)]

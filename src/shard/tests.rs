@@ -1,58 +1,7 @@
 use super::*;
 use crate::likelihood::{nll_and_gradient, Curvature};
-use crate::sim::{one_hot_groups, paper_simulation, rng, ActionDesign};
-use rand::Rng;
-
-/// The rows `parts[k]` of `data` as shard `k` (z in the storage precision of `data`, cluster
-/// ids kept).
-pub(crate) fn split_rows(data: &Dataset, parts: &[Vec<usize>]) -> Vec<Dataset> {
-    let (d1, d2) = (data.d1(), data.d2());
-    parts
-        .iter()
-        .map(|rows| {
-            let z = rows.iter().flat_map(|&i| data.z_row(i).to_vec()).collect();
-            let psi0 = rows.iter().map(|&i| data.psi0()[i]).collect();
-            let psi = rows
-                .iter()
-                .flat_map(|&i| data.psi_row(i).to_vec())
-                .collect();
-            let y = rows.iter().map(|&i| data.y()[i]).collect();
-            let cluster = data.cluster().map(|c| rows.iter().map(|&i| c[i]).collect());
-            Dataset::new(d1, d2, z, psi0, psi, y, cluster).expect("a valid shard")
-        })
-        .collect()
-}
-
-/// Rows `0..n` dealt into `k` contiguous blocks.
-pub(crate) fn contiguous(n: usize, k: usize) -> Vec<Vec<usize>> {
-    (0..k)
-        .map(|s| (s * n / k..(s + 1) * n / k).collect())
-        .collect()
-}
-
-/// Rows `0..n` dealt into `k` shards at random (seeded), every shard non-empty.
-pub(crate) fn shuffled(n: usize, k: usize, seed: u64) -> Vec<Vec<usize>> {
-    let mut r = rng(seed);
-    let mut parts = vec![Vec::new(); k];
-    for i in 0..n {
-        parts[r.random_range(0..k)].push(i);
-    }
-    parts
-}
-
-/// `data` with cluster ids `id(i)`.
-pub(crate) fn with_clusters(data: &Dataset, id: impl Fn(usize) -> i64) -> Dataset {
-    Dataset::new(
-        data.d1(),
-        data.d2(),
-        data.z().to_vec(),
-        data.psi0().to_vec(),
-        data.psi().to_vec(),
-        data.y().to_vec(),
-        Some((0..data.n()).map(id).collect()),
-    )
-    .unwrap()
-}
+use crate::sim::{one_hot_groups, paper_simulation, ActionDesign};
+use crate::testing::{contiguous, shuffled, split_rows, with_clusters};
 
 fn fixture() -> (Dataset, Params) {
     let base = paper_simulation(600, ActionDesign::Uniform, 5);

@@ -1,7 +1,7 @@
 use super::*;
 use crate::fit::fit;
-use crate::shard::tests::{contiguous, shuffled, split_rows, with_clusters};
 use crate::sim::{one_hot_groups, paper_simulation, ActionDesign};
+use crate::testing::{contiguous, shuffled, split_rows, with_clusters};
 use std::sync::atomic::AtomicBool;
 
 /// Tight enough that both fits sit at the optimum to rounding (Newton converges

@@ -1,0 +1,294 @@
+//! The data in memory as the solvers' [`Objective`]: every answer is a pass over the
+//! [`Dataset`] (the in-memory fit, its refits and the profile's constrained fits), with
+//! Newton-CG's step preconditioner.
+
+use super::newton_cg::{CgStats, DataPreconditioner};
+use super::objective::{Free, Objective};
+use super::State;
+use crate::data::Dataset;
+use crate::error::Result;
+use crate::likelihood::{
+    add_residual_cross_term, cross_information, evaluate, expected_information, gamma_information,
+    hessian_vector, mean_nll, residual_cross_term, Curvature, Evaluation,
+};
+use crate::linalg::{lower_matvec, lower_t_matvec, matmul, matmul_tn, ridged_cholesky};
+use crate::model::Params;
+use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The data in memory as an [`Objective`]: every answer is a pass over [`Dataset`].
+///
+/// Built for dense Newton ([`InMemory::dense`]: trial points cost a value-only pass) or for
+/// Newton-CG ([`InMemory::cg`]: trial points keep their per-sample terms, from which the next
+/// step's Hessian-vector products are formed without reading the data twice, and the data
+/// preconditioner, built once per fit, is the context of every run).
+#[derive(Debug, Clone)]
+pub(crate) struct InMemory<'a> {
+    data: &'a Dataset,
+    base: Option<Arc<DataPreconditioner>>,
+    /// The evaluation (with per-sample terms) at the last accepted point (Newton-CG).
+    last: Option<(Params, Evaluation)>,
+    /// Passes and seconds (Newton-CG's counters; the solver adds its own).
+    pub(crate) stats: CgStats,
+}
+
+impl<'a> InMemory<'a> {
+    /// For dense Newton (and agd).
+    pub(crate) fn dense(data: &'a Dataset) -> Self {
+        InMemory {
+            data,
+            base: None,
+            last: None,
+            stats: CgStats::default(),
+        }
+    }
+
+    /// For Newton-CG, preconditioned by `base` (built by the caller, shared by its runs).
+    pub(crate) fn cg(data: &'a Dataset, base: Arc<DataPreconditioner>) -> Self {
+        InMemory {
+            base: Some(base),
+            ..Self::dense(data)
+        }
+    }
+
+    /// The data.
+    pub(crate) fn data(&self) -> &'a Dataset {
+        self.data
+    }
+
+    /// The state at `params`: from the last accepted evaluation when it is at `params` (a run
+    /// that starts where the previous one stopped: the per-sample terms do not depend on which
+    /// coordinates are free), else one pass.
+    pub(crate) fn state(&self, params: Params) -> State {
+        match &self.last {
+            Some((at, eval)) if *at == params => State {
+                params,
+                nll: eval.nll,
+                grad: eval.grad.clone(),
+            },
+            _ => State::at(self.data, params),
+        }
+    }
+
+    /// The evaluation with per-sample terms at `at`: kept from the last accepted point, or one
+    /// pass.
+    fn terms_at(&mut self, at: &Params) -> &Evaluation {
+        if !self.last.as_ref().is_some_and(|(p, _)| p == at) {
+            let clock = Instant::now();
+            let eval = evaluate(self.data, at);
+            self.stats.evaluation_seconds += clock.elapsed().as_secs_f64();
+            self.stats.passes += 1;
+            self.last = Some((at.clone(), eval));
+        }
+        &self.last.as_ref().expect("evaluated above").1
+    }
+}
+
+impl Objective for InMemory<'_> {
+    /// The trial point, and its evaluation with per-sample terms (Newton-CG only).
+    type Trial = (Params, Option<Evaluation>);
+    type Preconditioner = StepPreconditioner;
+
+    fn trial(&mut self, params: Params) -> Result<(f64, Self::Trial)> {
+        if self.base.is_none() {
+            return Ok((mean_nll(self.data, &params), (params, None)));
+        }
+        let clock = Instant::now();
+        let eval = evaluate(self.data, &params);
+        self.stats.evaluation_seconds += clock.elapsed().as_secs_f64();
+        self.stats.passes += 1;
+        Ok((eval.nll, (params, Some(eval))))
+    }
+
+    fn accept(&mut self, (params, eval): Self::Trial) -> Result<State> {
+        let Some(eval) = eval else {
+            return Ok(State::at(self.data, params));
+        };
+        let state = State {
+            params: params.clone(),
+            nll: eval.nll,
+            grad: eval.grad.clone(),
+        };
+        self.last = Some((params, eval));
+        Ok(state)
+    }
+
+    fn curvature_matrices(
+        &mut self,
+        at: &State,
+        free: Free,
+    ) -> Result<(DMatrix<f64>, DMatrix<f64>)> {
+        let (d1, d2) = (self.data.d1(), self.data.d2());
+        let full = expected_information(self.data, &at.params);
+        let observed = (free != Free::Theta && d2 > 0).then(|| {
+            let mut h = full.clone();
+            add_residual_cross_term(&mut h, &residual_cross_term(self.data, &at.params));
+            h
+        });
+        let info = free.block(full, d1);
+        let observed = match observed {
+            Some(h) => free.block(h, d1),
+            None => info.clone(),
+        };
+        Ok((info, observed))
+    }
+
+    fn preconditioner(&mut self, at: &State, free: Free) -> Result<StepPreconditioner> {
+        let base = self.base.clone().expect("Newton-CG objectives have a base");
+        let data = self.data;
+        self.terms_at(&at.params);
+        let eval = &self.last.as_ref().expect("evaluated above").1;
+        let clock = Instant::now();
+        let (pre, passes) = StepPreconditioner::at(data, base, eval, free == Free::Theta);
+        self.stats.passes += passes;
+        self.stats.block_seconds += clock.elapsed().as_secs_f64();
+        Ok(pre)
+    }
+
+    fn precondition(&mut self, pre: &StepPreconditioner, r: &[f64]) -> Vec<f64> {
+        let clock = Instant::now();
+        let out = pre.apply(r);
+        self.stats.apply_seconds += clock.elapsed().as_secs_f64();
+        out
+    }
+
+    fn hessian_vector(
+        &mut self,
+        at: &State,
+        v: &[f64],
+        curvature: Curvature,
+        free: Free,
+    ) -> Result<Vec<f64>> {
+        let data = self.data;
+        let (d1, p) = (data.d1(), data.n_params());
+        let clock = Instant::now();
+        let product = {
+            let terms = &self.terms_at(&at.params).terms;
+            match free {
+                Free::All => hessian_vector(data, terms, v, curvature, false),
+                Free::Theta => hessian_vector(data, terms, v, curvature, true),
+                Free::AllBut(_) => {
+                    let v = free.scatter(v, d1, p);
+                    free.gather(&hessian_vector(data, terms, &v, curvature, false), d1)
+                }
+            }
+        };
+        self.stats.product_seconds += clock.elapsed().as_secs_f64();
+        self.stats.passes += 1;
+        Ok(product)
+    }
+}
+
+/// The preconditioner of one Newton step: `[[alpha P, B], [B^T, D]]` with `alpha` matching
+/// the trace of the current `I_tt`, and the exact current cross and gamma blocks `B = I_tg`,
+/// `D = I_gg` (cheap: `d2` is small), applied through the Schur complement
+/// `S = D - B^T (alpha P)^-1 B` (`d2 x d2`). Theta-only runs use `P` alone.
+#[derive(Debug, Clone)]
+pub(crate) struct StepPreconditioner {
+    base: Arc<DataPreconditioner>,
+    alpha: f64,
+    /// `W = X B` (`d1 x d2`).
+    w: DMatrix<f64>,
+    /// Cholesky factor of `S`.
+    s_factor: DMatrix<f64>,
+}
+
+impl StepPreconditioner {
+    /// The step preconditioner at the evaluated point `eval`, and the passes over the data it
+    /// took (the cross block: one, unless `theta_only` or `d2 = 0`).
+    pub(crate) fn at(
+        data: &Dataset,
+        base: Arc<DataPreconditioner>,
+        eval: &Evaluation,
+        theta_only: bool,
+    ) -> (Self, usize) {
+        let d2 = data.d2();
+        if theta_only || d2 == 0 {
+            let pre = StepPreconditioner {
+                base,
+                alpha: 1.0,
+                w: DMatrix::zeros(data.d1(), 0),
+                s_factor: DMatrix::zeros(0, 0),
+            };
+            return (pre, 0);
+        }
+        // Scale P to the current theta block: trace(I_tt) = (1/n) sum w sigma^2 |z|^2.
+        let current: f64 = eval
+            .terms
+            .iter()
+            .zip(&base.row_norms)
+            .map(|(st, r)| st.weight * st.sigma * st.sigma * r)
+            .sum::<f64>()
+            / data.n() as f64;
+        let alpha = if current > 0.0 && base.trace > 0.0 {
+            current / base.trace
+        } else {
+            1.0
+        };
+        let b = cross_information(data, &eval.terms);
+        let w = matmul(&base.inverse_factor, &b);
+        let d = gamma_information(data, &eval.terms);
+        let s = d - matmul_tn(&w, &w) / alpha;
+        let s_factor = ridged_cholesky(s);
+        let pre = StepPreconditioner {
+            base,
+            alpha,
+            w,
+            s_factor,
+        };
+        (pre, 1)
+    }
+
+    /// `M^-1 r`.
+    pub(crate) fn apply(&self, r: &[f64]) -> Vec<f64> {
+        let x = &self.base.inverse_factor;
+        let d1 = x.nrows();
+        if r.len() == d1 {
+            return lower_t_matvec(x, &lower_matvec(x, r));
+        }
+        let (rt, rg) = r.split_at(d1);
+        let mut q = lower_matvec(x, rt);
+        // u = S^-1 (r_g - W^T q / alpha)
+        let wq = self.w.tr_mul(&DVector::from_column_slice(&q));
+        let c = DVector::from_iterator(
+            rg.len(),
+            rg.iter().zip(wq.iter()).map(|(a, b)| a - b / self.alpha),
+        );
+        let u = nalgebra::Cholesky::pack_dirty(self.s_factor.clone()).solve(&c);
+        let wu = &self.w * &u;
+        for (qi, wi) in q.iter_mut().zip(wu.iter()) {
+            *qi -= wi;
+        }
+        let mut out = lower_t_matvec(x, &q);
+        for v in &mut out {
+            *v /= self.alpha;
+        }
+        out.extend(u.iter());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Integer sample weights are repeated rows (`crate::testing::select_rows`): every row
+    /// twice is the same likelihood, so the same estimate through the same iteration.
+    #[test]
+    fn a_resample_with_repeated_rows_runs_the_same_iteration() {
+        use crate::fit::{fit, FitControl, FitOptions};
+        let data = crate::sim::paper_simulation(300, crate::sim::ActionDesign::Uniform, 4);
+        let twice: Vec<usize> = (0..data.n()).flat_map(|i| [i, i]).collect();
+        let doubled = crate::testing::select_rows(&data, &twice);
+        let options = FitOptions::default();
+        let a = fit(&data, &options, &FitControl::default()).unwrap();
+        let b = fit(&doubled, &options, &FitControl::default()).unwrap();
+        assert!(a.report.converged && b.report.converged);
+        let gap = a
+            .params
+            .stacked()
+            .iter()
+            .zip(b.params.stacked())
+            .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(gap < 1e-9, "{gap}");
+    }
+}
