@@ -1060,7 +1060,7 @@ fn cli_bad_input_matrix() {
             "`.` (names no file)",
             &["fit", &train, "--out", &out, "--report", "."],
             2,
-            &["`--report`", "does not name a file"],
+            &["`--report`", "is not a file path"],
         );
         untouched("--report .");
         m.case(

@@ -1250,7 +1250,7 @@ fn a_failed_fit_leaves_every_output_as_it_was() {
         (
             vec!["--out", s(&model), "--report", "."],
             2,
-            vec!["`--report`", "does not name a file"],
+            vec!["`--report`", "is not a file path"],
         ),
         (
             vec!["--out", s(&model), "--report", "/"],
