@@ -1669,6 +1669,17 @@ fn endless_and_huge_inputs_are_refused_in_bounded_time_and_memory() {
         .set_len(size)
         .unwrap();
     inputs.push(("a 10 GB sparse model with a valid header".into(), headed));
+    // A safetensors header listing 200,000 empty tensors (9 MB): parsed into JSON values, it
+    // took ~20 times its size.
+    let entries: Vec<String> = (0..200_000)
+        .map(|i| format!("\"t{i}\":{{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}"))
+        .collect();
+    let json = format!("{{{}}}", entries.join(","));
+    let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(json.as_bytes());
+    let wide = f.path("tensors.safetensors");
+    std::fs::write(&wide, bytes).unwrap();
+    inputs.push(("a header of 200,000 tensors".into(), wide));
     for (what, input) in &inputs {
         let i = s(input);
         let runs: Vec<Vec<&str>> = if i.ends_with(".hrm") {
