@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef HETREWARD_ERRORS_DOC
@@ -1319,6 +1320,159 @@ static void host_safety_cases(void) {
     reset_outputs();
 }
 
+/* ---- issue 22: readers bound what they buffer, models must make sense, outputs are checked
+ * before any work -------------------------------------------------------------------------- */
+
+static double now_seconds(void) {
+    struct timespec t;
+    CHECK(clock_gettime(CLOCK_MONOTONIC, &t) == 0);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A sparse file of `size` bytes starting with `len` bytes of `head`. */
+static void make_sparse(const char *path, const void *head, size_t len, off_t size) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (len > 0) CHECK(fwrite(head, 1, len, f) == len);
+    CHECK(fclose(f) == 0);
+    CHECK(truncate(path, size) == 0);
+}
+
+/* Runs `check` and asserts that it took under 10 s and grew the peak RSS by under 64 MB. */
+#define BOUNDED(check)                                                  \
+    do {                                                                \
+        long rss_before_ = peak_rss_kib();                              \
+        double started_ = now_seconds();                                \
+        check;                                                          \
+        CHECK(now_seconds() - started_ < 10.0);                         \
+        CHECK(peak_rss_kib() - rss_before_ < 64 * 1024);                \
+    } while (0)
+
+static void issue22_cases(void) {
+    const off_t ten_gb = (off_t)10 << 30;
+    uint8_t head[MF_HEADER];
+    uint64_t payload_len = (uint64_t)ten_gb - MF_HEADER - 4;
+    hetreward_fit_params p = hetreward_fit_default_params();
+    hetreward_fitter *resized_fitter = NULL;
+    hetreward_model *resized = NULL;
+    uint8_t *buf, *crafted;
+    size_t len = 0, i, section, draws;
+
+    /* Class 1: an endless source or a huge sparse file is refused naming the file, in seconds
+     * and in bounded memory (the CSV reader grew its header row until malloc failed: SIGABRT). */
+    function_header("hetreward_dataset_load");
+    unlink("bad_input_zero.csv");
+    unlink("bad_input_urandom.csv");
+    unlink("bad_input_zero.safetensors");
+    CHECK(symlink("/dev/zero", "bad_input_zero.csv") == 0);
+    CHECK(symlink("/dev/urandom", "bad_input_urandom.csv") == 0);
+    CHECK(symlink("/dev/zero", "bad_input_zero.safetensors") == 0);
+    make_sparse("bad_input_sparse.csv", NULL, 0, ten_gb);
+    make_sparse("bad_input_sparse.safetensors", NULL, 0, ten_gb);
+    BOUNDED(CASE("path", "a link to /dev/zero as .csv (used to abort the host: SIGABRT)",
+                 HETREWARD_BAD_FORMAT, "bad_input_zero.csv" SEP "runs past 16777216 bytes",
+                 hetreward_dataset_load("bad_input_zero.csv", &out_ds)));
+    BOUNDED(CASE("path", "a 10 GB sparse file as .csv (used to abort the host)",
+                 HETREWARD_BAD_FORMAT, "bad_input_sparse.csv" SEP "runs past",
+                 hetreward_dataset_load("bad_input_sparse.csv", &out_ds)));
+    /* Random bytes: the message depends on them, so the case is checked, not tabled. */
+    BOUNDED(CHECK_ERR(hetreward_dataset_load("bad_input_urandom.csv", &out_ds),
+                      HETREWARD_BAD_FORMAT, "bad_input_urandom.csv"));
+    CHECK(out_ds == DS_SENTINEL);
+    BOUNDED(CHECK_ERR(hetreward_dataset_load("bad_input_zero.safetensors", &out_ds),
+                      HETREWARD_BAD_FORMAT, "bad_input_zero.safetensors"));
+    BOUNDED(CHECK_ERR(hetreward_dataset_load("bad_input_sparse.safetensors", &out_ds),
+                      HETREWARD_BAD_FORMAT, "bad_input_sparse.safetensors"));
+    CHECK(out_ds == DS_SENTINEL);
+
+    function_header("hetreward_model_load");
+    memcpy(head, "HETRWRD\0", 8);
+    for (i = 0; i < 4; i++) head[8 + i] = (uint8_t)(2u >> (8 * i));
+    for (i = 0; i < 8; i++) head[12 + i] = (uint8_t)(payload_len >> (8 * i));
+    make_sparse("bad_input_sparse.hrm", head, sizeof head, ten_gb);
+    BOUNDED(CASE("path", "a 10 GB sparse file behind a valid header (used to be read whole)",
+                 HETREWARD_BAD_FORMAT, "bad_input_sparse.hrm" SEP "d1 = 0",
+                 hetreward_model_load("bad_input_sparse.hrm", &out_model)));
+    make_sparse("bad_input_sparse0.hrm", NULL, 0, ten_gb);
+    BOUNDED(CHECK_ERR(hetreward_model_load("bad_input_sparse0.hrm", &out_model),
+                      HETREWARD_BAD_FORMAT, "bad_input_sparse0.hrm"));
+    unlink("bad_input_zero.hrm");
+    CHECK(symlink("/dev/zero", "bad_input_zero.hrm") == 0);
+    BOUNDED(CHECK_ERR(hetreward_model_load("bad_input_zero.hrm", &out_model),
+                      HETREWARD_BAD_FORMAT, "bad_input_zero.hrm"));
+    CHECK(out_model == MODEL_SENTINEL);
+    unlink("bad_input_zero.csv");
+    unlink("bad_input_urandom.csv");
+    unlink("bad_input_zero.safetensors");
+    unlink("bad_input_zero.hrm");
+    unlink("bad_input_sparse.csv");
+    unlink("bad_input_sparse.safetensors");
+    unlink("bad_input_sparse.hrm");
+    unlink("bad_input_sparse0.hrm");
+
+    /* Class 3: an interval section whose figures cannot be is refused, checksum valid or not. */
+    p.intervals = HETREWARD_INTERVALS_RESIZED;
+    p.bootstrap_reps = 10;
+    CHECK_OK(hetreward_fitter_new(&p, &resized_fitter));
+    CHECK_OK(hetreward_fitter_fit(resized_fitter, dataset, &resized));
+    CHECK_OK(hetreward_model_save_buffer(resized, NULL, 0, &len));
+    buf = (uint8_t *)checked_malloc(len);
+    crafted = (uint8_t *)checked_malloc(len);
+    CHECK_OK(hetreward_model_save_buffer(resized, buf, len, &len));
+    /* Payload offsets: the section follows Cov(gamma); requested u8, method u8, B u64, seed
+     * u64, diverged u64, shrink f64, alpha_hat f64, c_hat f64, bias f64[D2], theta draws
+     * f32[B D1], gamma draws f32[B D2]. */
+    section = MF_GAMMA_COV + 8 * D2 * D2;
+    draws = section + 50 + 8 * D2;
+    function_header("hetreward_model_load_buffer");
+#define SECTION_CASE(cond, needle, change)                                               \
+    do {                                                                                 \
+        uint8_t *payload = crafted + MF_HEADER;                                          \
+        memcpy(crafted, buf, len);                                                       \
+        change;                                                                          \
+        reseal(crafted, len);                                                            \
+        CASE("buf", cond, HETREWARD_BAD_FORMAT, "<buffer>" SEP "interval section" SEP needle, \
+             hetreward_model_load_buffer(crafted, len, &out_model));                     \
+    } while (0)
+    SECTION_CASE("resized model, valid checksum, c_hat = -3", "`c_hat` = -3",
+                 put_f64(payload, section + 42, -3.0));
+    SECTION_CASE("resized model, valid checksum, c_hat = 0", "`c_hat` = 0",
+                 put_f64(payload, section + 42, 0.0));
+    SECTION_CASE("resized model, valid checksum, shrink = -0.5", "`shrink` = -0.5",
+                 put_f64(payload, section + 26, -0.5));
+    SECTION_CASE("resized model, valid checksum, shrink = 7", "`shrink` = 7",
+                 put_f64(payload, section + 26, 7.0));
+    SECTION_CASE("resized model, valid checksum, alpha_hat = -1", "`alpha_hat` = -1",
+                 put_f64(payload, section + 34, -1.0));
+    SECTION_CASE("resized model, valid checksum, bias of gamma[1] NaN", "`gamma_bias`[1] = NaN",
+                 put_f64(payload, section + 50 + 8, NAN));
+    SECTION_CASE("resized model, valid checksum, B = 5 (below 10)", "`B` = 5",
+                 payload[section + 2] = 5);
+    SECTION_CASE("resized model, valid checksum, diverged = B + 1", "`diverged` = 11",
+                 payload[section + 18] = 11);
+    SECTION_CASE("resized model, valid checksum, a theta draw +Inf", "`theta draws`[0][1] = inf",
+                 memcpy(payload + draws + 4, "\x00\x00\x80\x7f", 4));
+#undef SECTION_CASE
+    CASE("buf", "the resized model itself", HETREWARD_OK, "",
+         hetreward_model_load_buffer(buf, len, &out_model));
+    hetreward_model_free(out_model);
+    reset_outputs();
+    free(buf);
+    free(crafted);
+    hetreward_model_free(resized);
+    hetreward_fitter_free(resized_fitter);
+
+    /* Class 4: a path that names a folder by its spelling is refused before anything is
+     * written (it used to fail only at the final rename). */
+    function_header("hetreward_model_save");
+    CASE("path", "\"bad_input_m.hrm/\" (a trailing slash names a folder)",
+         HETREWARD_INVALID_ARGUMENT, "`path`" SEP "names a folder",
+         hetreward_model_save(model, "bad_input_m.hrm/"));
+    CASE("path", "\"bad_input_m.hrm/.\"", HETREWARD_INVALID_ARGUMENT,
+         "`path`" SEP "names a folder", hetreward_model_save(model, "bad_input_m.hrm/."));
+    CHECK(access("bad_input_m.hrm", F_OK) != 0);
+}
+
 /* Every bit flip and every truncation of a model, through the C API's buffer loader (the Rust
  * unit tests src/io/model_file.rs do the same on from_bytes). Returns the number of buffers. */
 static size_t exhaustive_buffer_damage(void) {
@@ -1580,6 +1734,7 @@ int main(void) {
     model_file_cases();
     host_safety_cases();
     distributed_cases();
+    issue22_cases();
     buffers = exhaustive_buffer_damage();
     check_model_and_dataset();
     check_fit_again();

@@ -113,23 +113,38 @@ fn a_scoring_file_cut_under_the_reader_is_an_error_too() {
 }
 
 /// A sparse model file whose header is consistent with its (apparent) size of 4 TB: the reader
-/// must not abort on the allocation — an error, not a dead host.
+/// must not abort on the allocation — an error, not a dead host. Zeros behind the header are
+/// refused from the dimensions at the payload's start (d1 = 0), before any allocation; a payload
+/// whose d1 (2^20, d2 = 0) matches those 4 TB gets as far as the allocation, which fails.
 #[test]
 fn a_sparse_model_file_claiming_terabytes_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("huge.hrm");
-    let payload: u64 = 4 << 40;
-    let mut header = b"HETRWRD\0".to_vec();
-    header.extend(1u32.to_le_bytes());
-    header.extend(payload.to_le_bytes());
-    std::fs::write(&path, &header).unwrap();
-    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    if f.set_len(20 + payload + 4).is_err() {
-        eprintln!("this file system cannot hold a 4 TB sparse file; nothing to test");
-        return;
-    }
-    match hetreward::io::model_file::load(&path) {
-        Err(Error::Io { detail, .. }) => assert!(detail.contains("cannot allocate"), "{detail}"),
-        other => panic!("expected an I/O error, got {:?}", other.map(|m| m.d1())),
+    let d1: u64 = 1 << 20;
+    let payload: u64 = 76 + 8 * (d1 * (d1 + 3) / 2);
+    for with_dims in [false, true] {
+        let mut header = b"HETRWRD\0".to_vec();
+        header.extend(1u32.to_le_bytes());
+        header.extend(payload.to_le_bytes());
+        if with_dims {
+            header.extend(7u64.to_le_bytes());
+            header.extend((d1 as u32).to_le_bytes());
+            header.extend(0u32.to_le_bytes());
+        }
+        std::fs::write(&path, &header).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        if f.set_len(20 + payload + 4).is_err() {
+            eprintln!("this file system cannot hold a 4 TB sparse file; nothing to test");
+            return;
+        }
+        match (with_dims, hetreward::io::model_file::load(&path)) {
+            (false, Err(e @ Error::Format { .. })) => {
+                assert!(e.to_string().contains("d1 = 0"), "{e}")
+            }
+            (true, Err(Error::Io { detail, .. })) => {
+                assert!(detail.contains("cannot allocate"), "{detail}")
+            }
+            (_, other) => panic!("expected an error, got {:?}", other.map(|m| m.d1())),
+        }
     }
 }

@@ -13,7 +13,10 @@
 //! the same file as its input or as the other output (by identity: symbolic links, `./`, hard
 //! links), checks that every output's folder accepts a new file, writes every output to an
 //! exclusive temporary file beside it ([`hetreward::io::atomic`]) and renames them over the
-//! targets only when everything, including standard output, succeeded.
+//! targets only when everything, including standard output, succeeded. Standard output is held
+//! in memory until the command has succeeded ([`Out`]): a failing command prints no result.
+//! Every argument that is not a path is parsed through [`Utf8`], so a value that is not UTF-8
+//! names its flag.
 
 mod demo;
 mod json;
@@ -170,16 +173,16 @@ embedding-like features and a gold reward; fits; prints (a) rationality coeffici
 (d) calibrated intervals (the method --intervals auto picks) beside the paper's.")]
     Demo {
         /// Seed of the simulation (same seed, same output).
-        #[arg(long, default_value_t = DemoOptions::default().seed, allow_hyphen_values = true)]
+        #[arg(long, value_parser = text::<u64>(), default_value_t = DemoOptions::default().seed, allow_hyphen_values = true)]
         seed: u64,
         /// Number of training comparisons (at most 1,000,000).
-        #[arg(long, default_value_t = DemoOptions::default().n, allow_hyphen_values = true)]
+        #[arg(long, value_parser = text::<usize>(), default_value_t = DemoOptions::default().n, allow_hyphen_values = true)]
         n: usize,
         /// Worker threads (0 = all cores, at most 1,024); results do not depend on it.
-        #[arg(long, default_value_t = DemoOptions::default().threads, allow_hyphen_values = true)]
+        #[arg(long, value_parser = text::<usize>(), default_value_t = DemoOptions::default().threads, allow_hyphen_values = true)]
         threads: usize,
         /// Bootstrap refits of report (d), the calibrated intervals (10..=100000).
-        #[arg(long, default_value_t = DemoOptions::default().bootstrap_reps)]
+        #[arg(long, value_parser = text::<usize>(), default_value_t = DemoOptions::default().bootstrap_reps)]
         bootstrap_reps: usize,
     },
 }
@@ -187,7 +190,7 @@ embedding-like features and a gold reward; fits; prints (a) rationality coeffici
 #[derive(clap::Args)]
 struct CommonArgs {
     /// Significance level: (1 - alpha) confidence intervals.
-    #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<f64>(), default_value_t = 0.05, allow_hyphen_values = true)]
     alpha: f64,
     /// Print JSON (field names are stable) instead of a table.
     #[arg(long)]
@@ -211,8 +214,58 @@ fn choice<E: Coded + Send + Sync>() -> impl TypedValueParser<Value = E> {
 
 /// [`choice`] restricted to some of the values.
 fn choice_of<E: Coded + Send + Sync>(values: &'static [E]) -> impl TypedValueParser<Value = E> {
-    PossibleValuesParser::new(values.iter().map(|v| v.name()))
+    Utf8(PossibleValuesParser::new(values.iter().map(|v| v.name())))
         .map(|name| E::from_name(&name).expect("one of the listed names"))
+}
+
+/// A value parser that first requires its text to be UTF-8 and says which argument it is when
+/// it is not (clap's own parsers say only "invalid UTF-8 was detected in one or more
+/// arguments"), then parses it with `P`. Every argument that is not a path goes through it
+/// ([`text`], [`choice`]); a path may be any bytes. The test
+/// `every_argument_but_a_path_names_itself_when_not_utf8` walks every subcommand's arguments.
+#[derive(Clone)]
+struct Utf8<P>(P);
+
+impl<P: TypedValueParser> TypedValueParser for Utf8<P> {
+    type Value = P::Value;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        if value.to_str().is_none() {
+            let arg = arg.map_or_else(|| "...".to_string(), ToString::to_string);
+            let message = format!(
+                "invalid value '{}' for '{arg}': not valid UTF-8\n",
+                value.as_encoded_bytes().escape_ascii()
+            );
+            return Err(
+                clap::Error::raw(clap::error::ErrorKind::InvalidUtf8, message).with_cmd(cmd),
+            );
+        }
+        self.0.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        self.0.possible_values()
+    }
+}
+
+/// `T`'s `FromStr` as a function (clap's parser of any `FromStr` type).
+type FromText<T> = fn(&str) -> Result<T, <T as std::str::FromStr>::Err>;
+
+/// The parser of a number or count argument: [`Utf8`], then `T`'s `FromStr` (clap's messages
+/// for text that is not a `T` are unchanged: `invalid value 'abc' for '--alpha <ALPHA>': ...`).
+fn text<T>() -> Utf8<FromText<T>>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+{
+    Utf8(str::parse::<T>)
 }
 
 /// Most coefficients `fit --profile` accepts: each interval costs dozens of dense constrained
@@ -239,19 +292,19 @@ struct FitArgs {
     #[arg(long, value_parser = choice::<SolverKind>(), default_value = FitOptions::default().solver.name())]
     solver: SolverKind,
     /// agd step size for theta.
-    #[arg(long, default_value_t = FitOptions::default().eta1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<f64>(), default_value_t = FitOptions::default().eta1, allow_hyphen_values = true)]
     eta1: f64,
     /// agd step size for gamma.
-    #[arg(long, default_value_t = FitOptions::default().eta2, allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<f64>(), default_value_t = FitOptions::default().eta2, allow_hyphen_values = true)]
     eta2: f64,
     /// Iteration cap (default: newton 100, agd 10000; at most 1,000,000,000).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<usize>(), allow_hyphen_values = true)]
     max_iter: Option<usize>,
     /// Gradient-norm tolerance.
-    #[arg(long, default_value_t = FitOptions::default().tol, allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<f64>(), default_value_t = FitOptions::default().tol, allow_hyphen_values = true)]
     tol: f64,
     /// Seed for random starts.
-    #[arg(long, default_value_t = FitOptions::default().seed, allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<u64>(), default_value_t = FitOptions::default().seed, allow_hyphen_values = true)]
     seed: u64,
     /// Start: default (homogeneous fit, gamma = 0) or random (the paper's U(-1,1)).
     #[arg(
@@ -261,13 +314,13 @@ struct FitArgs {
     )]
     init: InitKind,
     /// Explicit starting theta, comma-separated (d1 values).
-    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<f64>(), value_delimiter = ',', allow_hyphen_values = true)]
     theta0: Option<Vec<f64>>,
     /// Explicit starting gamma, comma-separated (d2 values; default zeros with --theta0).
-    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<f64>(), value_delimiter = ',', allow_hyphen_values = true)]
     gamma0: Option<Vec<f64>>,
     /// Extra random starts of the newton solver (at most 1,000).
-    #[arg(long, default_value_t = FitOptions::default().restarts, allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<usize>(), default_value_t = FitOptions::default().restarts, allow_hyphen_values = true)]
     restarts: usize,
     /// Covariance: expected (the paper's), observed, robust or cluster.
     #[arg(long, value_parser = choice::<CovarianceKind>(), default_value = CovarianceKind::default().name())]
@@ -278,10 +331,10 @@ struct FitArgs {
     #[arg(long, value_parser = choice::<IntervalMethod>(), default_value = IntervalOptions::default().method.name())]
     intervals: IntervalMethod,
     /// Bootstrap refits B (default 400 for bootstrap, 100 for resized; 10..=100000).
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<usize>(), allow_hyphen_values = true)]
     bootstrap_reps: Option<usize>,
     /// Worker threads (0 = all cores, at most 1,024); results do not depend on it.
-    #[arg(long, default_value_t = FitOptions::default().threads, allow_hyphen_values = true)]
+    #[arg(long, value_parser = text::<usize>(), default_value_t = FitOptions::default().threads, allow_hyphen_values = true)]
     threads: usize,
     /// Also write the fit report as JSON here.
     #[arg(long)]
@@ -337,24 +390,32 @@ impl Failure {
     }
 }
 
-/// Standard output, locked and buffered; every write error is returned (Rust ignores SIGPIPE,
-/// so a closed pipe is an `EPIPE` error here, not a signal), and [`Out::flush`] flushes and
-/// checks the last bytes.
-struct Out(std::io::BufWriter<std::io::StdoutLock<'static>>);
+/// A command's standard output, held in memory until the command has succeeded: a failing
+/// command prints no result, whatever it had computed before it failed. [`Out::publish`] writes
+/// it (every write error is returned: Rust ignores SIGPIPE, so a closed pipe is an `EPIPE`
+/// error here, not a signal); `fit` publishes before it renames its files over their targets,
+/// so a closed or full stdout publishes no file.
+struct Out(Vec<u8>);
 
 impl Out {
     fn new() -> Self {
-        Out(std::io::BufWriter::new(std::io::stdout().lock()))
+        Out(Vec::new())
     }
 
-    /// Writes formatted text (use through `outln!`).
+    /// Appends formatted text (use through `outln!`); writing to memory cannot fail.
     fn write_fmt(&mut self, args: std::fmt::Arguments) -> Result<(), Failure> {
         self.0.write_fmt(args).map_err(Failure::stdout)
     }
 
-    /// Flushes everything written so far to the OS.
-    fn flush(&mut self) -> Result<(), Failure> {
-        self.0.flush().map_err(Failure::stdout)
+    /// Writes everything held so far to standard output and flushes it.
+    fn publish(&mut self) -> Result<(), Failure> {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(&self.0)
+            .and_then(|()| stdout.flush())
+            .map_err(Failure::stdout)?;
+        self.0.clear();
+        Ok(())
     }
 }
 
@@ -404,7 +465,7 @@ fn main() -> ExitCode {
             bootstrap_reps,
         } => run_demo(seed, n, threads, bootstrap_reps, &mut out),
     };
-    match result.and_then(|()| out.flush()) {
+    match result.and_then(|()| out.publish()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => f.exit(),
     }
@@ -568,7 +629,7 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
     if args.profile {
         print_profile(&data, &model, args.threads, out)?;
     }
-    out.flush()?;
+    out.publish()?;
     if let Some(f) = report_out {
         f.commit()?;
     }
@@ -660,11 +721,11 @@ fn check_fit_outputs(args: &FitArgs) -> Result<(), Failure> {
     }
     let data = FileIdentity::of(&args.data);
     for (i, &(flag, path)) in outputs.iter().enumerate() {
-        if path.file_name().is_none() {
-            return Err(
-                Error::invalid(flag, format!("`{}` does not name a file", path.display())).into(),
-            );
-        }
+        // The library's one rule of what names an output file, reported under the flag.
+        atomic::split(path).map_err(|e| match e {
+            Error::InvalidArgument { reason, .. } => Error::invalid(flag, reason),
+            other => other,
+        })?;
         let id = FileIdentity::of(path);
         if id.same_as(&data) {
             return Err(Error::invalid(
@@ -1023,4 +1084,78 @@ fn print_model(model: &RewardModel, all_rows: bool, out: &mut Out) -> Result<(),
     let table = model.coefficients(0.05)?;
     outln!(out, "{}", table.display(all_rows).to_string().trim_end());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::builder::ValueParser;
+    use clap::CommandFactory;
+    use std::ffi::OsString;
+
+    /// Issue 22: a non-UTF-8 value names its argument, for every argument of every subcommand
+    /// that is not a path (a path may be any bytes and reaches the file system as it is).
+    #[cfg(unix)]
+    #[test]
+    fn every_argument_but_a_path_names_itself_when_not_utf8() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = OsString::from_vec(vec![b'0', 0xff]);
+        let cli = Cli::command();
+        let mut named = Vec::new();
+        for sub in cli.get_subcommands() {
+            for arg in sub.get_arguments() {
+                if !arg.get_action().takes_values() {
+                    continue;
+                }
+                // Every other required argument gets a plain value, so parsing reaches `arg`.
+                let mut argv: Vec<OsString> = vec!["hetreward".into(), sub.get_name().into()];
+                for other in sub.get_arguments() {
+                    let value: OsString = if other.get_id() == arg.get_id() {
+                        bad.clone()
+                    } else if other.is_required_set() {
+                        "x.csv".into()
+                    } else {
+                        continue;
+                    };
+                    if let Some(long) = other.get_long() {
+                        argv.push(format!("--{long}").into());
+                    }
+                    argv.push(value);
+                }
+                let is_path = arg.get_value_parser().type_id() == ValueParser::path_buf().type_id();
+                let result = Cli::try_parse_from(&argv);
+                let shown = format!("{} {}", sub.get_name(), arg.get_id());
+                if is_path {
+                    assert!(
+                        result.is_ok(),
+                        "{shown}: a path may be any bytes: {:?}",
+                        result.err().map(|e| e.to_string())
+                    );
+                    continue;
+                }
+                let message = result.err().map(|e| e.to_string()).unwrap_or_default();
+                let long = format!("--{}", arg.get_long().expect("only paths are positional"));
+                assert!(
+                    message.contains(&format!("for '{long} <"))
+                        && message.contains("'0\\xff'")
+                        && message.contains("not valid UTF-8"),
+                    "{shown}: {message}"
+                );
+                named.push(shown);
+            }
+        }
+        // The walk saw the arguments it is about (a broken walk would check nothing).
+        for shown in [
+            "score alpha",
+            "fit solver",
+            "fit theta0",
+            "fit threads",
+            "demo n",
+        ] {
+            assert!(
+                named.iter().any(|n| n == shown),
+                "{shown} not walked: {named:?}"
+            );
+        }
+    }
 }

@@ -12,6 +12,7 @@ use hetreward::sim::{paper_simulation, ActionDesign};
 use hetreward::Dataset;
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -39,7 +40,14 @@ impl Matrix {
 
     /// Runs `hetreward args`, expects exit `code` and every needle in stderr, and records the
     /// case. `argument` and `input` describe it in the table.
-    fn case(&self, argument: &str, input: &str, args: &[&str], code: i32, needles: &[&str]) {
+    fn case<A: AsRef<OsStr> + std::fmt::Debug>(
+        &self,
+        argument: &str,
+        input: &str,
+        args: &[A],
+        code: i32,
+        needles: &[&str],
+    ) {
         let out = Command::new(env!("CARGO_BIN_EXE_hetreward"))
             .args(args)
             .output()
@@ -72,7 +80,7 @@ impl Matrix {
         if code == 1 || code == 3 {
             message = mask_numbers(&message);
         }
-        let command = args[0];
+        let command = args[0].as_ref().to_string_lossy();
         let mut rows = self.rows.borrow_mut();
         let number = rows.len() + 1;
         rows.push(format!(
@@ -1060,7 +1068,7 @@ fn cli_bad_input_matrix() {
             "`.` (names no file)",
             &["fit", &train, "--out", &out, "--report", "."],
             2,
-            &["`--report`", "does not name a file"],
+            &["`--report`", "is not a file path"],
         );
         untouched("--report .");
         m.case(
@@ -1349,6 +1357,197 @@ fn cli_bad_input_matrix() {
         );
     }
     // ==== end of the issue 10 CLI section =======================================================
+
+    // ---- Issue 22: unbounded readers, models that mean nothing, outputs found late, bytes ----
+    {
+        // Endless and huge inputs (cli/tests/cli.rs times them and measures their memory).
+        let zero = m.path("zero.csv");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let size: u64 = 10 << 30;
+        let sparse = |name: &str, head: &[u8]| {
+            std::fs::write(m.path(name), head).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(m.path(name))
+                .unwrap()
+                .set_len(size)
+                .unwrap();
+            m.p(name)
+        };
+        let sparse_csv = sparse("sparse.csv", b"");
+        let mut head = b"HETRWRD\0".to_vec();
+        head.extend(2u32.to_le_bytes());
+        head.extend((size - 24).to_le_bytes());
+        let sparse_model = sparse("sparse.hrm", &head);
+        let zero = zero.to_str().unwrap();
+        for (argument, input, args, needles) in [
+            (
+                "DATA",
+                "a link to /dev/zero (used to abort: SIGABRT)",
+                vec!["fit", zero, "--out", &out],
+                vec!["zero.csv", "runs past 16777216 bytes"],
+            ),
+            (
+                "DATA",
+                "a 10 GB sparse file (used to abort)",
+                vec!["fit", &sparse_csv, "--out", &out],
+                vec!["sparse.csv", "runs past"],
+            ),
+            (
+                "PHI",
+                "a link to /dev/zero (used to abort)",
+                vec!["score", &model, zero],
+                vec!["zero.csv", "the header runs past"],
+            ),
+            (
+                "MODEL",
+                "a 10 GB sparse file behind a valid header (used to be read whole)",
+                vec!["inspect", &sparse_model],
+                vec!["sparse.hrm", "d1 = 0"],
+            ),
+        ] {
+            m.case(argument, input, &args, 2, &needles);
+            assert!(!Path::new(&out).exists(), "{args:?} wrote {out}");
+        }
+        // Calibration figures that cannot be, behind a valid checksum.
+        let resized = m.p("resized.hrm");
+        let fitted = Command::new(env!("CARGO_BIN_EXE_hetreward"))
+            .args(["fit", &train, "--out", &resized, "--intervals", "resized"])
+            .args(["--bootstrap-reps", "10"])
+            .output()
+            .unwrap();
+        assert!(fitted.status.success(), "{fitted:?}");
+        let bytes = std::fs::read(&resized).unwrap();
+        let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let (d1, d2) = (u32_at(28), u32_at(32));
+        // The interval section: requested, method, B, seed, diverged, shrink, alpha_hat, c_hat.
+        let section = 20 + 76 + 8 * (d1 + d2 + d1 * (d1 + 1) / 2 + d2 * d2);
+        for (field, offset, value, needle) in [
+            ("c_hat", 42, -3.0, "`c_hat` = -3"),
+            ("shrink", 26, -0.5, "`shrink` = -0.5"),
+            ("alpha_hat", 34, f64::INFINITY, "`alpha_hat` = inf"),
+        ] {
+            let mut crafted = bytes.clone();
+            let at = section + offset;
+            crafted[at..at + 8].copy_from_slice(&value.to_le_bytes());
+            let payload = crafted.len() - 24;
+            let crc = crc32fast::hash(&crafted[20..20 + payload]);
+            crafted[20 + payload..].copy_from_slice(&crc.to_le_bytes());
+            let path = m.p(&format!("crafted_{field}.hrm"));
+            std::fs::write(&path, &crafted).unwrap();
+            m.case(
+                "MODEL",
+                &format!("resized model, valid checksum, {field} = {value}"),
+                &["inspect", &path],
+                2,
+                &[needle, "interval section"],
+            );
+        }
+        // Outputs that can never be written are refused before the fit, and print nothing.
+        let existing = m.p("existing.hrm");
+        std::fs::write(&existing, &model_bytes).unwrap();
+        for (argument, input, args, needle) in [
+            (
+                "--out",
+                "`m.hrm/` (trailing slash: used to fit, print the estimates, then fail)",
+                vec!["fit", &train, "--out", &format!("{}/", m.p("m.hrm"))],
+                "`--out`",
+            ),
+            (
+                "--out",
+                "an existing model spelled `model.hrm/`",
+                vec!["fit", &train, "--out", &format!("{existing}/")],
+                "`--out`",
+            ),
+            (
+                "--out",
+                "`m.hrm/.`",
+                vec!["fit", &train, "--out", &format!("{}/.", m.p("m.hrm"))],
+                "`--out`",
+            ),
+            (
+                "--report",
+                "`r.json/`",
+                vec![
+                    "fit",
+                    &train,
+                    "--out",
+                    &out,
+                    "--report",
+                    &format!("{}/", m.p("r.json")),
+                ],
+                "`--report`",
+            ),
+        ] {
+            m.case(argument, input, &args, 2, &[needle, "names a folder"]);
+            assert!(!Path::new(&out).exists(), "{args:?} wrote {out}");
+            assert!(!m.path("m.hrm").exists() && !m.path("r.json").exists());
+            assert_eq!(std::fs::read(&existing).unwrap(), model_bytes);
+        }
+        // A value that is not UTF-8 names its flag (clap said "invalid UTF-8 was detected in one
+        // or more arguments"); main.rs's unit test walks every argument.
+        let ff = |text: &[u8]| -> OsString {
+            use std::os::unix::ffi::OsStringExt;
+            OsString::from_vec(text.to_vec())
+        };
+        for (argument, input, args) in [
+            (
+                "--alpha",
+                "`\\xff` (not UTF-8)",
+                vec![
+                    ff(b"score"),
+                    model.clone().into(),
+                    phi.clone().into(),
+                    ff(b"--alpha"),
+                    ff(b"\xff"),
+                ],
+            ),
+            (
+                "--alpha",
+                "`--alpha=0.0\\xff`",
+                vec![
+                    ff(b"compare"),
+                    model.clone().into(),
+                    pairs.clone().into(),
+                    ff(b"--alpha=0.0\xff"),
+                ],
+            ),
+            (
+                "--solver",
+                "`\\xff`",
+                vec![
+                    ff(b"fit"),
+                    train.clone().into(),
+                    ff(b"--out"),
+                    out.clone().into(),
+                    ff(b"--solver"),
+                    ff(b"\xff"),
+                ],
+            ),
+            (
+                "--theta0",
+                "`1,\\xff`",
+                vec![
+                    ff(b"fit"),
+                    train.clone().into(),
+                    ff(b"--out"),
+                    out.clone().into(),
+                    ff(b"--theta0"),
+                    ff(b"1,\xff"),
+                ],
+            ),
+            ("--n", "`\\xff`", vec![ff(b"demo"), ff(b"--n"), ff(b"\xff")]),
+        ] {
+            m.case(
+                argument,
+                input,
+                &args,
+                2,
+                &[&format!("for '{argument} <"), "not valid UTF-8"],
+            );
+            assert!(!Path::new(&out).exists());
+        }
+    }
 
     // ---- the table -----------------------------------------------------------------------------
     let mut table = String::from(

@@ -1250,7 +1250,7 @@ fn a_failed_fit_leaves_every_output_as_it_was() {
         (
             vec!["--out", s(&model), "--report", "."],
             2,
-            vec!["`--report`", "does not name a file"],
+            vec!["`--report`", "is not a file path"],
         ),
         (
             vec!["--out", s(&model), "--report", "/"],
@@ -1627,4 +1627,89 @@ fn fit_with_calibrated_intervals() {
             &["bootstrap_reps"],
         );
     }
+}
+
+// ---- Issue 22: every reader bounds what it buffers ------------------------------------------
+
+/// `fit`, `score`, `compare`, `select` and `inspect` handed an endless source (a link to
+/// /dev/zero or /dev/urandom) or a 10 GB sparse file — as CSV, safetensors or model — answer
+/// exit 2 with an error naming the file, in seconds and in little memory (the CSV reader used
+/// to grow the header until the allocator aborted the process with SIGABRT).
+#[cfg(target_os = "linux")]
+#[test]
+fn endless_and_huge_inputs_are_refused_in_bounded_time_and_memory() {
+    let f = Fixture::new();
+    let (train, model) = (f.path("train.csv"), f.path("model.hrm"));
+    let out = f.path("never.hrm");
+    // The sources: links to the devices, and a sparse 10 GB file under each extension, one of
+    // them a model whose header is valid (magic, version, length) over zeros.
+    let mut inputs: Vec<(String, PathBuf)> = Vec::new();
+    for (device, stem) in [("/dev/zero", "zero"), ("/dev/urandom", "urandom")] {
+        for ext in ["csv", "safetensors", "hrm"] {
+            let link = f.path(&format!("{stem}.{ext}"));
+            std::os::unix::fs::symlink(device, &link).unwrap();
+            inputs.push((format!("a link to {device} as .{ext}"), link));
+        }
+    }
+    let size: u64 = 10 << 30;
+    for ext in ["csv", "safetensors", "hrm"] {
+        let path = f.path(&format!("sparse.{ext}"));
+        std::fs::File::create(&path).unwrap().set_len(size).unwrap();
+        inputs.push((format!("a 10 GB sparse file as .{ext}"), path));
+    }
+    let headed = f.path("headed.hrm");
+    let mut head = b"HETRWRD\0".to_vec();
+    head.extend(2u32.to_le_bytes());
+    head.extend((size - 24).to_le_bytes());
+    std::fs::write(&headed, &head).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&headed)
+        .unwrap()
+        .set_len(size)
+        .unwrap();
+    inputs.push(("a 10 GB sparse model with a valid header".into(), headed));
+    // A safetensors header listing 200,000 empty tensors (9 MB): parsed into JSON values, it
+    // took ~20 times its size.
+    let entries: Vec<String> = (0..200_000)
+        .map(|i| format!("\"t{i}\":{{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}"))
+        .collect();
+    let json = format!("{{{}}}", entries.join(","));
+    let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(json.as_bytes());
+    let wide = f.path("tensors.safetensors");
+    std::fs::write(&wide, bytes).unwrap();
+    inputs.push(("a header of 200,000 tensors".into(), wide));
+    for (what, input) in &inputs {
+        let i = s(input);
+        let runs: Vec<Vec<&str>> = if i.ends_with(".hrm") {
+            vec![vec!["inspect", i], vec!["score", i, s(&train)]]
+        } else {
+            vec![
+                vec!["fit", i, "--out", s(&out)],
+                vec!["score", s(&model), i],
+                vec!["compare", s(&model), i],
+                vec!["select", s(&model), i],
+            ]
+        };
+        for args in runs {
+            let started = std::time::Instant::now();
+            let run = run_measured(bin(&args));
+            let seconds = started.elapsed().as_secs_f64();
+            assert_eq!(run.code, 2, "{args:?} ({what}): {}", run.stderr);
+            assert!(
+                run.stderr.starts_with("hetreward: error:") && run.stderr.contains(i),
+                "{args:?} ({what}): the error does not name the file: {}",
+                run.stderr
+            );
+            assert!(run.stdout.is_empty(), "{args:?} ({what})");
+            assert!(seconds < 10.0, "{args:?} ({what}): {seconds:.1} s");
+            assert!(
+                run.extra_rss_mb < 64.0,
+                "{args:?} ({what}): peak RSS {:.0} MB above the test's",
+                run.extra_rss_mb
+            );
+        }
+    }
+    assert!(!out.exists());
 }

@@ -27,8 +27,10 @@ pub const SEARCH_REPS: usize = 4;
 pub const SEARCH_RTOL: f64 = 0.005;
 /// Most steps of the shrink search.
 pub const SEARCH_STEPS: usize = 6;
-/// The shrink is kept in `[MIN_SHRINK, 1.5]`.
+/// The shrink is kept in `[MIN_SHRINK, MAX_SHRINK]`.
 pub const MIN_SHRINK: f64 = 0.05;
+/// The largest shrink the search reaches (a model file with another is damaged).
+pub const MAX_SHRINK: f64 = 1.5;
 
 /// What the resized bootstrap estimates.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +98,7 @@ pub fn run(
         if !ratio.is_finite() {
             break;
         }
-        s = (s * ratio).clamp(MIN_SHRINK, 1.5);
+        s = (s * ratio).clamp(MIN_SHRINK, MAX_SHRINK);
         if (ratio - 1.0).abs() < SEARCH_RTOL {
             break;
         }

@@ -34,14 +34,30 @@ pub struct PendingFile {
     committed: bool,
 }
 
-/// The folder a path's file lives in (`.` for a bare file name) and its file name.
+/// The folder a path's file lives in (`.` for a bare file name) and its file name: the one
+/// definition of "this path names a file an output can be written to", used by every output
+/// (the CLI's `--out` and `--report`, `hetreward_model_save`) before any work.
 ///
 /// Errors: [`Error::InvalidArgument`] naming `path` when it has no file name (empty, `/`, a
-/// path ending in `..`).
+/// path ending in `..`) or does not end with it (`m.hrm/`, `m.hrm/.`: the system reads those
+/// as folders, so the final rename would fail after all the work).
 pub fn split(path: &Path) -> Result<(PathBuf, &std::ffi::OsStr)> {
     let name = path.file_name().ok_or_else(|| {
         Error::invalid("path", format!("`{}` is not a file path", path.display()))
     })?;
+    if !path
+        .as_os_str()
+        .as_encoded_bytes()
+        .ends_with(name.as_encoded_bytes())
+    {
+        return Err(Error::invalid(
+            "path",
+            format!(
+                "`{}` ends with a separator or `.`, which names a folder; give a file name",
+                path.display()
+            ),
+        ));
+    }
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -140,10 +156,14 @@ impl Drop for PendingFile {
 /// Errors: [`Error::InvalidArgument`] naming `path` for a symbolic link, a folder or another
 /// non-regular file; [`Error::Io`] (permission denied) for a read-only file.
 fn check_replaceable(target: &Path) -> Result<()> {
-    let Ok(meta) = std::fs::symlink_metadata(target) else {
-        return Ok(()); // absent: the rename creates it
-    };
     let shown = target.display();
+    let meta = match std::fs::symlink_metadata(target) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()), // the rename creates it
+        // A folder on the way that is a file (ENOTDIR), a loop of links, no permission: the
+        // rename would fail the same way after the work.
+        Err(e) => return Err(Error::io(shown.to_string(), &e)),
+    };
     if let Some(reason) = not_replaceable(&meta) {
         return Err(Error::invalid("path", format!("`{shown}` {reason}")));
     }
@@ -296,6 +316,26 @@ mod tests {
             std::fs::remove_file(&link).unwrap();
             std::fs::remove_file(&target).unwrap();
         }
+        // A path that names a folder by its spelling, or lies under a file.
+        let file = dir.path().join("plain.bin");
+        std::fs::write(&file, b"kept").unwrap();
+        for p in [
+            dir.path().join("new.bin/"),
+            dir.path().join("plain.bin/"),
+            dir.path().join("plain.bin/."),
+            dir.path().join("new.bin//"),
+        ] {
+            let e = check_writable(&p).unwrap_err();
+            assert!(
+                matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("separator"),
+                "{p:?}: {e}"
+            );
+            assert!(write(&p, b"x").is_err());
+        }
+        let under = file.join("f.bin");
+        assert!(matches!(check_writable(&under), Err(Error::Io { .. })));
+        assert_eq!(std::fs::read(&file).unwrap(), b"kept");
+        std::fs::remove_file(&file).unwrap();
         let missing = dir.path().join("no/such/dir/f.bin");
         assert!(matches!(check_writable(&missing), Err(Error::Io { .. })));
         check_writable(&dir.path().join("f.bin")).unwrap();

@@ -1,8 +1,32 @@
 //! CSV tables: a header row of column names, then numeric rows.
+//!
+//! Records are split by `csv_core` (RFC 4180: quoted fields, `\r\n` or `\n`, blank lines
+//! skipped) into buffers this module owns and grows, so everything a file can make the reader
+//! hold is bounded by a documented limit (issue 22; docs/errors.md): a record — the header or a
+//! data row, with any blank lines before it — of at most [`MAX_RECORD_BYTES`] bytes and
+//! [`MAX_FIELDS`] fields, and at most [`MAX_VALUES`] values in the file. An endless source
+//! (`/dev/zero`, `/dev/urandom`, a sparse file of zeros) is refused after one record's worth of
+//! bytes with a format error naming the file, instead of growing a buffer until the allocator
+//! aborts the host.
 
 use crate::error::{Error, Result};
+use csv_core::ReadRecordResult;
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+
+/// Most bytes one record (the header or a data row, blank lines before it included) may take:
+/// a header of a million feature columns (`z1..z1000000`, 7.9 MB) or a row of half a million
+/// 17-digit numbers fits; a source with no line break in 16 MiB is not a CSV table.
+pub const MAX_RECORD_BYTES: usize = 16 << 20;
+/// Most fields in one record (2,097,152): two million columns.
+pub const MAX_FIELDS: usize = 1 << 21;
+/// Most values (data rows x columns) in one file: 2^30, 8 GiB of doubles; larger data belong
+/// in a safetensors file, which is decoded in place.
+pub const MAX_VALUES: usize = 1 << 30;
+
+/// Bytes asked of the file per read.
+const READ_BYTES: usize = 1 << 16;
 
 /// A CSV file read into memory: column names and row-major numeric values.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,6 +47,10 @@ pub struct CsvTable {
 impl CsvTable {
     /// Reads `path`. Every field must parse as a finite number; errors name the column and the
     /// 1-based data row.
+    ///
+    /// Errors: [`Error::Io`] naming the file when it cannot be opened or read (or the values
+    /// cannot be allocated); [`Error::Format`] naming it for anything that is not a table of
+    /// numbers within the limits ([`MAX_RECORD_BYTES`], [`MAX_FIELDS`], [`MAX_VALUES`]).
     pub fn read(path: &Path) -> Result<Self> {
         let name = path.display().to_string();
         let file = std::fs::File::open(path).map_err(|e| Error::io(&name, &e))?;
@@ -30,46 +58,68 @@ impl CsvTable {
     }
 
     /// Reads CSV text from any reader; `name` labels errors.
-    pub fn from_reader(name: &str, reader: impl std::io::Read) -> Result<Self> {
-        let mut rdr = csv::ReaderBuilder::new()
-            .trim(csv::Trim::All)
-            .from_reader(reader);
-        let columns: Vec<String> = rdr
-            .headers()
-            .map_err(|e| csv_error(name, "cannot read the header", e))?
-            .iter()
-            .map(str::to_string)
-            .collect();
+    pub fn from_reader(name: &str, reader: impl Read) -> Result<Self> {
+        let mut records = Records::new(name, reader);
+        let mut columns: Vec<String> = Vec::new();
+        if records.next("the header")? {
+            columns.reserve(records.len());
+            for c in 0..records.len() {
+                let mut field = records.field(c);
+                if c == 0 {
+                    // A UTF-8 byte-order mark is not part of the first name.
+                    field = field.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(field);
+                }
+                let text = std::str::from_utf8(field).map_err(|_| {
+                    Error::format(
+                        name,
+                        format!(
+                            "the header, column {}: `{}` is not valid UTF-8",
+                            c + 1,
+                            field.escape_ascii()
+                        ),
+                    )
+                })?;
+                columns.push(text.trim().to_string());
+            }
+        }
         if columns.is_empty() || columns.iter().all(|c| c.is_empty()) {
             return Err(Error::format(name, "empty header row"));
         }
         let index = column_index(name, &columns)?;
-        let mut values = Vec::new();
+        let width = columns.len();
+        let mut values: Vec<f64> = Vec::new();
         let mut rows = 0;
-        for (r, record) in rdr.records().enumerate() {
-            let record = record.map_err(|e| csv_error(name, &format!("data row {}", r + 1), e))?;
-            for (c, field) in record.iter().enumerate() {
-                let v: f64 = field.parse().map_err(|_| {
-                    Error::format(
-                        name,
-                        format!(
-                            "column `{}`, data row {}: `{field}` is not a number",
-                            columns[c],
-                            r + 1
-                        ),
-                    )
-                })?;
-                if !v.is_finite() {
-                    return Err(Error::format(
-                        name,
-                        format!(
-                            "column `{}`, data row {}: non-finite value `{field}`",
-                            columns[c],
-                            r + 1
-                        ),
-                    ));
-                }
-                values.push(v);
+        while records.next(&format!("data row {}", rows + 1))? {
+            let row = rows + 1;
+            if records.len() != width {
+                return Err(Error::format(
+                    name,
+                    format!(
+                        "data row {row}: {} fields, but the header has {width} columns",
+                        records.len()
+                    ),
+                ));
+            }
+            if values.len() + width > MAX_VALUES {
+                return Err(Error::format(
+                    name,
+                    format!(
+                        "data row {row}: more than {MAX_VALUES} values (rows x columns); \
+                         larger data belong in a .safetensors file"
+                    ),
+                ));
+            }
+            values.try_reserve(width).map_err(|_| {
+                Error::io(
+                    name,
+                    &std::io::Error::new(
+                        std::io::ErrorKind::OutOfMemory,
+                        format!("cannot allocate {} values", values.len() + width),
+                    ),
+                )
+            })?;
+            for (c, column) in columns.iter().enumerate() {
+                values.push(number(name, column, row, records.field(c))?);
             }
             rows += 1;
         }
@@ -172,13 +222,123 @@ fn column_index(path: &str, columns: &[String]) -> Result<HashMap<String, usize>
     Ok(index)
 }
 
-/// A CSV reader error: an I/O failure (e.g. the path is a folder) is [`Error::Io`], anything
-/// else (bad UTF-8, ragged rows) a format error at `place`.
-fn csv_error(name: &str, place: &str, e: csv::Error) -> Error {
-    let detail = format!("{place}: {e}");
-    match e.into_kind() {
-        csv::ErrorKind::Io(io) => Error::io(name, &io),
-        _ => Error::format(name, detail),
+/// The finite number in `field` (column `column`, 1-based data row `row`, surrounding
+/// whitespace ignored), or a format error naming the file, the column and the row.
+fn number(name: &str, column: &str, row: usize, field: &[u8]) -> Result<f64> {
+    let text = std::str::from_utf8(field).map(str::trim);
+    let v: f64 = text.ok().and_then(|t| t.parse().ok()).ok_or_else(|| {
+        Error::format(
+            name,
+            format!(
+                "column `{column}`, data row {row}: `{}` is not a number",
+                field.trim_ascii().escape_ascii()
+            ),
+        )
+    })?;
+    if !v.is_finite() {
+        return Err(Error::format(
+            name,
+            format!(
+                "column `{column}`, data row {row}: non-finite value `{}`",
+                text.unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(v)
+}
+
+/// The records of a CSV source, one at a time, in buffers bounded by [`MAX_RECORD_BYTES`] and
+/// [`MAX_FIELDS`].
+struct Records<'a, R> {
+    name: &'a str,
+    input: BufReader<R>,
+    parser: csv_core::Reader,
+    /// The current record's unescaped field bytes, and where each field ends in them.
+    out: Vec<u8>,
+    ends: Vec<usize>,
+    fields: usize,
+}
+
+impl<'a, R: Read> Records<'a, R> {
+    fn new(name: &'a str, reader: R) -> Self {
+        Records {
+            name,
+            input: BufReader::with_capacity(READ_BYTES, reader),
+            parser: csv_core::Reader::new(),
+            out: vec![0; 4096],
+            ends: vec![0; 64],
+            fields: 0,
+        }
+    }
+
+    /// Reads the next record (`place` names it in errors); false at the end of the input.
+    fn next(&mut self, place: &str) -> Result<bool> {
+        let (mut out_len, mut ends_len, mut consumed) = (0, 0, 0usize);
+        loop {
+            let input = match self.input.fill_buf() {
+                Ok(input) => input,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(self.name, &e)),
+            };
+            let (result, nin, nout, nend) = self.parser.read_record(
+                input,
+                &mut self.out[out_len..],
+                &mut self.ends[ends_len..],
+            );
+            self.input.consume(nin);
+            consumed += nin;
+            out_len += nout;
+            ends_len += nend;
+            if consumed > MAX_RECORD_BYTES {
+                return Err(self.too_long(place));
+            }
+            match result {
+                ReadRecordResult::InputEmpty => {}
+                ReadRecordResult::OutputFull => {
+                    let len = (2 * self.out.len()).min(MAX_RECORD_BYTES);
+                    if len == self.out.len() {
+                        return Err(self.too_long(place));
+                    }
+                    self.out.resize(len, 0);
+                }
+                ReadRecordResult::OutputEndsFull => {
+                    let len = (2 * self.ends.len()).min(MAX_FIELDS);
+                    if len == self.ends.len() {
+                        return Err(Error::format(
+                            self.name,
+                            format!("{place} has more than {MAX_FIELDS} fields"),
+                        ));
+                    }
+                    self.ends.resize(len, 0);
+                }
+                ReadRecordResult::Record => {
+                    self.fields = ends_len;
+                    return Ok(true);
+                }
+                ReadRecordResult::End => return Ok(false),
+            }
+        }
+    }
+
+    fn too_long(&self, place: &str) -> Error {
+        Error::format(
+            self.name,
+            format!(
+                "{place} runs past {MAX_RECORD_BYTES} bytes without ending: not a CSV table \
+                 (a binary or endless source?)"
+            ),
+        )
+    }
+
+    /// Number of fields of the current record.
+    fn len(&self) -> usize {
+        self.fields
+    }
+
+    /// Field `i` of the current record.
+    fn field(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.out[start..self.ends[i]]
     }
 }
 
@@ -201,6 +361,80 @@ mod tests {
                 "{header}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn what_a_table_may_hold_is_bounded() {
+        use std::io::Read;
+        // An endless source is refused after one record's worth of bytes, whatever it holds:
+        // no line break (/dev/zero), only separators, only blank lines, an unclosed quote.
+        let endless: [(&str, Box<dyn Read>, &str); 5] = [
+            (
+                "zeros",
+                Box::new(std::io::repeat(0)),
+                "runs past 16777216 bytes",
+            ),
+            (
+                "commas",
+                Box::new(std::io::repeat(b',')),
+                "more than 2097152 fields",
+            ),
+            ("blank lines", Box::new(std::io::repeat(b'\n')), "runs past"),
+            (
+                "an unclosed quote",
+                Box::new(b"\"".chain(std::io::repeat(b'\n'))),
+                "runs past",
+            ),
+            (
+                "a data row without end",
+                Box::new(b"y,z1\n1,".chain(std::io::repeat(b'5'))),
+                "data row 1 runs past",
+            ),
+        ];
+        for (what, source, needle) in endless {
+            let started = std::time::Instant::now();
+            let e = CsvTable::from_reader("t.csv", source).unwrap_err();
+            assert!(
+                matches!(e, Error::Format { .. }) && e.to_string().contains("t.csv"),
+                "{what}: {e}"
+            );
+            assert!(e.to_string().contains(needle), "{what}: {e}");
+            assert!(started.elapsed().as_secs_f64() < 10.0, "{what}");
+        }
+        // The limits themselves are not refused: a record of exactly the fields allowed.
+        let wide = vec!["x"; MAX_FIELDS].join(",");
+        assert!(wide.len() < MAX_RECORD_BYTES);
+        let e = table(&format!("{wide}\n")).unwrap_err().to_string();
+        assert!(e.contains("appears twice"), "{e}"); // got past the size limits
+    }
+
+    #[test]
+    fn csv_conventions_are_kept() {
+        // A byte-order mark, CRLF line ends, quoted names, blank lines, padded fields.
+        let t = table("\u{feff}\"y\", z1 \r\n\r\n1, 0.5\r\n\n0,\"-2\"\r\n").unwrap();
+        assert_eq!(t.columns, ["y", "z1"]);
+        assert_eq!((t.rows, t.values.clone()), (2, vec![1.0, 0.5, 0.0, -2.0]));
+        let e = table("y,z1\n1,2\n1\n").unwrap_err().to_string();
+        assert!(
+            e.contains("data row 2: 1 fields, but the header has 2 columns"),
+            "{e}"
+        );
+        let e = table("y,z\u{1}\n").unwrap(); // any UTF-8 name is a name
+        assert_eq!(e.columns[1], "z\u{1}");
+        let e = CsvTable::from_reader("t.csv", &b"y,z\xff\n1,2\n"[..])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("the header, column 2: `z\\xff` is not valid UTF-8"),
+            "{e}"
+        );
+        let e = CsvTable::from_reader("t.csv", &b"y,z1\n1,\xff\n"[..])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("column `z1`, data row 1: `\\xff` is not a number"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -26,7 +26,8 @@
 //! Saving writes a temporary file next to the target and renames it over the target, so a
 //! crash never leaves a half-written model under the target name.
 
-use crate::calibrate::{Calibration, IntervalMethod};
+use crate::calibrate::resized::{MAX_SHRINK, MIN_SHRINK};
+use crate::calibrate::{Calibration, IntervalMethod, MAX_REPS, MIN_REPS};
 use crate::codes::Coded;
 use crate::error::{Error, Result};
 use crate::fit::{FitReport, SolverKind, Termination};
@@ -117,7 +118,7 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<RewardModel> {
         return Err(bad("checksum mismatch: the file is corrupted".into()));
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    parse_payload(payload, version).map_err(|detail| bad(format!("inconsistent content: {detail}")))
+    parse_payload(payload, version).map_err(|detail| inconsistent(name, &detail))
 }
 
 /// Appends the version-2 interval section.
@@ -138,7 +139,8 @@ fn write_calibration(p: &mut Vec<u8>, c: &Calibration) {
     }
 }
 
-/// Reads the version-2 interval section (checked by [`Calibration::from_parts`]).
+/// Reads the version-2 interval section: every stored figure is checked against its meaning
+/// ([`check_interval_figures`]), then the parts are assembled by [`Calibration::from_parts`].
 fn read_calibration(
     r: &mut Reader,
     d1: usize,
@@ -150,6 +152,13 @@ fn read_calibration(
     let (reps, seed, diverged) = (r.u64()?, r.u64()?, r.u64()?);
     let figures = [r.f64()?, r.f64()?, r.f64()?];
     let reps = usize::try_from(reps).map_err(|_| "bootstrap reps overflow")?;
+    let diverged = usize::try_from(diverged).map_err(|_| "diverged count overflow")?;
+    if resolved != IntervalMethod::Wald && !(MIN_REPS..=MAX_REPS).contains(&reps) {
+        return Err(format!(
+            "interval section: `B` = {reps} bootstrap refits; a model holds {MIN_REPS} to \
+             {MAX_REPS}"
+        ));
+    }
     // Each draw needs 4 (d1 + d2) bytes: reject absurd counts before allocating.
     let per_draw = 4 * (d1 + d2);
     if reps.checked_mul(per_draw).is_none_or(|b| b > r.remaining()) {
@@ -158,20 +167,153 @@ fn read_calibration(
     let bias = r.f64s(if reps > 0 { d2 } else { 0 })?;
     let theta = r.f32s(reps * d1)?;
     let gamma = r.f32s(reps * d2)?;
+    if resolved != IntervalMethod::Wald {
+        check_interval_figures(
+            resolved, reps, diverged, figures, &bias, &theta, &gamma, d1, d2,
+        )?;
+    }
     Calibration::from_parts(
-        requested,
-        resolved,
-        reps,
-        seed,
-        usize::try_from(diverged).map_err(|_| "diverged count overflow")?,
-        figures,
-        bias,
-        theta,
-        gamma,
-        d1,
-        d2,
+        requested, resolved, reps, seed, diverged, figures, bias, theta, gamma, d1, d2,
     )
     .map_err(|e| e.to_string())
+}
+
+/// What the stored figures of a bootstrap method's interval section mean, checked one by one
+/// (docs/model-format.md, "What a reader checks"); the error names the field. `B` has been
+/// checked against [`MIN_REPS`]..=[`MAX_REPS`] already.
+///
+/// * `diverged <= B` (a count of the refits);
+/// * `c_hat` (a mean ratio of standard deviations) positive and finite;
+/// * resized: `alpha_hat` (an inflation, a ratio of norms) positive and finite, `shrink` in
+///   [`MIN_SHRINK`, `MAX_SHRINK`] (the range the shrink search keeps to), the bias of
+///   gamma_hat finite;
+/// * bootstrap: `shrink` = `alpha_hat` = 1 and a zero bias (it estimates neither);
+/// * every draw of theta and gamma finite.
+#[allow(clippy::too_many_arguments)]
+fn check_interval_figures(
+    method: IntervalMethod,
+    reps: usize,
+    diverged: usize,
+    [shrink, alpha_hat, c_hat]: [f64; 3],
+    bias: &[f64],
+    theta: &[f32],
+    gamma: &[f32],
+    d1: usize,
+    d2: usize,
+) -> std::result::Result<(), String> {
+    let bad = |field: &str, rule: String| Err(format!("interval section: `{field}`{rule}"));
+    if diverged > reps {
+        return bad(
+            "diverged",
+            format!(" = {diverged} counts more refits than B = {reps}"),
+        );
+    }
+    let positive = |v: f64| v.is_finite() && v > 0.0;
+    if !positive(c_hat) {
+        return bad(
+            "c_hat",
+            format!(" = {c_hat}: a mean ratio of standard deviations is positive and finite"),
+        );
+    }
+    if method == IntervalMethod::Resized {
+        if !positive(alpha_hat) {
+            return bad(
+                "alpha_hat",
+                format!(" = {alpha_hat}: the inflation is positive and finite"),
+            );
+        }
+        if !(MIN_SHRINK..=MAX_SHRINK).contains(&shrink) {
+            return bad(
+                "shrink",
+                format!(" = {shrink}: the resized bootstrap's shrink lies in [{MIN_SHRINK}, {MAX_SHRINK}]"),
+            );
+        }
+        if let Some(k) = bias.iter().position(|v| !v.is_finite()) {
+            return bad("gamma_bias", format!("[{k}] = {}: not finite", bias[k]));
+        }
+    } else {
+        if shrink != 1.0 || alpha_hat != 1.0 {
+            return bad(
+                if shrink != 1.0 { "shrink" } else { "alpha_hat" },
+                format!(
+                    " = {}: the percentile bootstrap stores 1",
+                    if shrink != 1.0 { shrink } else { alpha_hat }
+                ),
+            );
+        }
+        if let Some(k) = bias.iter().position(|&v| v != 0.0) {
+            return bad(
+                "gamma_bias",
+                format!("[{k}] = {}: the percentile bootstrap stores 0", bias[k]),
+            );
+        }
+    }
+    for (field, draws, width) in [("theta draws", theta, d1), ("gamma draws", gamma, d2)] {
+        if let Some(i) = draws.iter().position(|v| !v.is_finite()) {
+            return bad(
+                field,
+                format!("[{}][{}] = {}: not finite", i / width, i % width, draws[i]),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of the payload before the interval section (the whole version-1 payload) of a model
+/// with `d1`, `d2`: the fixed fields, theta, gamma, the factor L and Cov(gamma).
+fn base_payload_len(d1: usize, d2: usize) -> Option<usize> {
+    d1.checked_mul(d1.checked_add(3)?)
+        .map(|v| v / 2)
+        .and_then(|v| v.checked_add(d2.checked_mul(d2.checked_add(1)?)?))
+        .and_then(|v| v.checked_mul(8))
+        .and_then(|v| v.checked_add(FIXED_FIELDS))
+}
+
+/// Bytes of the fields before theta in the payload.
+const FIXED_FIELDS: usize = 76;
+/// Bytes of the interval section without the bias and the draws.
+const SECTION_FIXED: usize = 2 + 3 * 8 + 3 * 8;
+
+/// Checks a payload length against the dimensions at its start (read first, so a file whose
+/// length cannot hold a model of those dimensions is refused before the rest is read): exactly
+/// the version-1 layout, or in version 2 the interval section of a Wald model or of `B`
+/// bootstrap draws, `B` in [`MIN_REPS`]..=[`MAX_REPS`].
+fn check_payload_len(
+    version: u32,
+    d1: usize,
+    d2: usize,
+    len: usize,
+) -> std::result::Result<(), String> {
+    if d1 == 0 {
+        return Err("d1 = 0: a model has at least one reward feature".into());
+    }
+    let mismatch = || format!("payload size does not match d1 = {d1}, d2 = {d2}");
+    let base = base_payload_len(d1, d2).ok_or("dimensions overflow")?;
+    if version == 1 {
+        return if len == base { Ok(()) } else { Err(mismatch()) };
+    }
+    let Some(rest) = len.checked_sub(base + SECTION_FIXED) else {
+        return Err(mismatch());
+    };
+    if rest == 0 {
+        return Ok(()); // a Wald model
+    }
+    let per_draw = 4 * (d1 + d2);
+    match rest.checked_sub(8 * d2) {
+        Some(draws) if draws % per_draw == 0 => {
+            let reps = draws / per_draw;
+            if (MIN_REPS..=MAX_REPS).contains(&reps) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: its interval section holds {reps} bootstrap draws; `B` is {MIN_REPS} \
+                     to {MAX_REPS}",
+                    mismatch()
+                ))
+            }
+        }
+        _ => Err(mismatch()),
+    }
 }
 
 fn parse_payload(p: &[u8], version: u32) -> std::result::Result<RewardModel, String> {
@@ -190,20 +332,7 @@ fn parse_payload(p: &[u8], version: u32) -> std::result::Result<RewardModel, Str
     let (iterations, total_iterations, starts) =
         (r.u64()? as usize, r.u64()? as usize, r.u64()? as usize);
     let (grad_norm, neg_loglik, seconds, tol) = (r.f64()?, r.f64()?, r.f64()?, r.f64()?);
-    let expected = d1
-        .checked_mul(d1 + 3)
-        .map(|v| v / 2)
-        .and_then(|v| v.checked_add(d2.checked_mul(d2 + 1)?))
-        .and_then(|v| v.checked_mul(8))
-        .ok_or("dimensions overflow")?;
-    let size_ok = if version == 1 {
-        r.remaining() == expected
-    } else {
-        r.remaining() > expected
-    };
-    if !size_ok {
-        return Err(format!("payload size does not match d1 = {d1}, d2 = {d2}"));
-    }
+    check_payload_len(version, d1, d2, p.len())?;
     let theta = r.f64s(d1)?;
     let gamma = r.f64s(d2)?;
     let mut l = DMatrix::zeros(d1, d1);
@@ -305,6 +434,20 @@ pub fn load(path: &Path) -> Result<RewardModel> {
         return from_bytes(&header[..got], &name);
     }
     check_header(&header, size, &name)?;
+    // The dimensions at the payload's start must fit its length before the rest is read: a
+    // sparse file of zeros behind a valid header is refused here, not after reading it whole.
+    let mut prefix = [0u8; 16];
+    let got = read_up_to(&mut file, &mut prefix).map_err(io)?;
+    if got == prefix.len() {
+        let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+        let dim =
+            |at: usize| u32::from_le_bytes(prefix[at..at + 4].try_into().expect("4")) as usize;
+        let payload = size - (HEADER_LEN + 4) as u64;
+        let payload =
+            usize::try_from(payload).map_err(|_| inconsistent(&name, "dimensions overflow"))?;
+        check_payload_len(version, dim(8), dim(12), payload)
+            .map_err(|detail| inconsistent(&name, &detail))?;
+    }
     // The size comes from the file system (a sparse file can claim terabytes): allocate
     // fallibly, so an impossible size is an error, not an abort of the host.
     let mut bytes = usize::try_from(size)
@@ -317,8 +460,17 @@ pub fn load(path: &Path) -> Result<RewardModel> {
             ))
         })?;
     bytes.extend_from_slice(&header);
-    file.read_to_end(&mut bytes).map_err(io)?;
+    bytes.extend_from_slice(&prefix[..got]);
+    // Never more than the size the header was checked against (a file that grows while it is
+    // read is then "truncated or padded", not read without end).
+    let left = size.saturating_sub(bytes.len() as u64) + 1;
+    file.take(left).read_to_end(&mut bytes).map_err(io)?;
     from_bytes(&bytes, &name)
+}
+
+/// The format error of a payload whose content is inconsistent.
+fn inconsistent(name: &str, detail: &str) -> Error {
+    Error::format(name, format!("inconsistent content: {detail}"))
 }
 
 fn read_up_to(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -614,14 +766,182 @@ mod tests {
         assert!(format_error(&seal(2, &mismatch)).contains("requested wald"));
         let mut reps = payload.clone();
         reps[at + 2..at + 10].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(format_error(&seal(2, &reps)).contains("bootstrap draws"));
+        assert!(format_error(&seal(2, &reps)).contains("`B` = 18446744073709551615"));
         let mut nan = payload.clone();
         let last = nan.len() - 4;
         nan[last..].copy_from_slice(&f32::NAN.to_le_bytes());
-        assert!(format_error(&seal(2, &nan)).contains("non-finite"));
+        assert!(format_error(&seal(2, &nan)).contains("`gamma draws`"));
         let mut long = payload;
         long.extend([0u8; 4]);
         assert!(format_error(&seal(2, &long)).contains("payload size does not match"));
+    }
+
+    /// The payload of `model` and the offset of its interval section.
+    fn payload_and_section(model: &RewardModel) -> (Vec<u8>, usize) {
+        let bytes = to_bytes(model);
+        let (d1, d2) = (model.d1(), model.d2());
+        let at = FIXED_FIELDS + 8 * (d1 + d2 + d1 * (d1 + 1) / 2 + d2 * d2);
+        (bytes[HEADER_LEN..bytes.len() - 4].to_vec(), at)
+    }
+
+    #[test]
+    fn figures_that_cannot_be_are_refused_behind_a_valid_checksum() {
+        // Section layout: requested, method, B, seed, diverged, shrink, alpha_hat, c_hat, bias,
+        // theta draws, gamma draws.
+        let f64_field = |at: usize, v: f64| {
+            move |p: &mut Vec<u8>| p[at..at + 8].copy_from_slice(&v.to_le_bytes())
+        };
+        let resized = calibrated_model(IntervalMethod::Resized);
+        let (payload, at) = payload_and_section(&resized);
+        let (b, d1, d2) = (resized.calibration().reps(), resized.d1(), resized.d2());
+        let theta_draws = at + SECTION_FIXED + 8 * d2;
+        type Change = Box<dyn Fn(&mut Vec<u8>)>;
+        let cases: Vec<(&str, Change, &str)> = vec![
+            (
+                "c_hat -3",
+                Box::new(f64_field(at + 42, -3.0)),
+                "`c_hat` = -3",
+            ),
+            ("c_hat 0", Box::new(f64_field(at + 42, 0.0)), "`c_hat` = 0"),
+            (
+                "c_hat inf",
+                Box::new(f64_field(at + 42, f64::INFINITY)),
+                "`c_hat` = inf",
+            ),
+            (
+                "shrink -0.5",
+                Box::new(f64_field(at + 26, -0.5)),
+                "`shrink` = -0.5",
+            ),
+            (
+                "shrink 2",
+                Box::new(f64_field(at + 26, 2.0)),
+                "`shrink` = 2",
+            ),
+            (
+                "shrink NaN",
+                Box::new(f64_field(at + 26, f64::NAN)),
+                "`shrink` = NaN",
+            ),
+            (
+                "alpha_hat -1",
+                Box::new(f64_field(at + 34, -1.0)),
+                "`alpha_hat` = -1",
+            ),
+            (
+                "alpha_hat NaN",
+                Box::new(f64_field(at + 34, f64::NAN)),
+                "`alpha_hat` = NaN",
+            ),
+            (
+                "bias inf",
+                Box::new(f64_field(at + 50, f64::INFINITY)),
+                "`gamma_bias`[0] = inf",
+            ),
+            (
+                "B 5",
+                Box::new(move |p: &mut Vec<u8>| {
+                    p[at + 2..at + 10].copy_from_slice(&5u64.to_le_bytes())
+                }),
+                "`B` = 5",
+            ),
+            (
+                "diverged B + 1",
+                Box::new(move |p: &mut Vec<u8>| {
+                    p[at + 18..at + 26].copy_from_slice(&(b as u64 + 1).to_le_bytes())
+                }),
+                "`diverged`",
+            ),
+            (
+                "theta draw inf",
+                Box::new(move |p: &mut Vec<u8>| {
+                    let i = theta_draws + 4 * (d1 + 1);
+                    p[i..i + 4].copy_from_slice(&f32::INFINITY.to_le_bytes())
+                }),
+                "`theta draws`[1][1] = inf",
+            ),
+            (
+                "gamma draw NaN",
+                Box::new(move |p: &mut Vec<u8>| {
+                    let i = theta_draws + 4 * b * d1;
+                    p[i..i + 4].copy_from_slice(&f32::NAN.to_le_bytes())
+                }),
+                "`gamma draws`[0][0] = NaN",
+            ),
+        ];
+        for (what, change, needle) in cases {
+            let mut p = payload.clone();
+            change(&mut p);
+            let msg = format_error(&seal(2, &p));
+            assert!(
+                msg.contains(needle) && msg.contains("interval section"),
+                "{what}: {msg}"
+            );
+        }
+        // The percentile bootstrap estimates no shrink, inflation or bias: it stores 1, 1, 0.
+        let boot = calibrated_model(IntervalMethod::Bootstrap);
+        let (payload, at) = payload_and_section(&boot);
+        for (offset, v, needle) in [
+            (26, 0.5, "`shrink` = 0.5"),
+            (34, 2.0, "`alpha_hat` = 2"),
+            (50, 1e-3, "`gamma_bias`[0] = 0.001"),
+        ] {
+            let mut p = payload.clone();
+            f64_field(at + offset, v)(&mut p);
+            let msg = format_error(&seal(2, &p));
+            assert!(msg.contains(needle), "{msg}");
+        }
+        // The figures of real fits pass.
+        for model in [resized, boot] {
+            assert_eq!(from_bytes(&to_bytes(&model), "x").unwrap(), model);
+        }
+    }
+
+    #[test]
+    fn a_length_that_cannot_hold_the_dimensions_is_refused_before_reading_on() {
+        // A 10 GB sparse file behind a valid header: refused from its first 36 bytes.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse.hrm");
+        let size: u64 = 10 << 30;
+        let mut head = MAGIC.to_vec();
+        head.extend(FORMAT_VERSION.to_le_bytes());
+        head.extend((size - 24).to_le_bytes());
+        std::fs::write(&path, &head).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(size)
+            .unwrap();
+        let started = std::time::Instant::now();
+        let e = load(&path).unwrap_err().to_string();
+        assert!(e.contains("sparse.hrm") && e.contains("d1 = 0"), "{e}");
+        assert!(started.elapsed().as_secs_f64() < 1.0);
+        // With d1 = 1, d2 = 0 the length holds no model either.
+        let mut prefix = head.clone();
+        prefix.extend(7u64.to_le_bytes());
+        prefix.extend(1u32.to_le_bytes());
+        prefix.extend(0u32.to_le_bytes());
+        std::fs::write(&path, &prefix).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(size)
+            .unwrap();
+        let e = load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("payload size does not match d1 = 1, d2 = 0"),
+            "{e}"
+        );
+        // A length that implies a B outside the documented range names B.
+        let model = small_model();
+        let (d1, d2) = (model.d1(), model.d2());
+        let base = base_payload_len(d1, d2).unwrap() + SECTION_FIXED + 8 * d2;
+        let e = check_payload_len(2, d1, d2, base + 4 * (d1 + d2) * 9).unwrap_err();
+        assert!(e.contains("9 bootstrap draws") && e.contains("`B`"), "{e}");
+        assert!(check_payload_len(2, d1, d2, base + 4 * (d1 + d2) * 10).is_ok());
+        assert!(check_payload_len(2, d1, d2, base - 8 * d2).is_ok()); // Wald
     }
 
     #[test]
