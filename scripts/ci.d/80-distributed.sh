@@ -9,6 +9,9 @@
 #      LocalCluster with 2 worker processes, Spark local[2]): 8-shard fits of the paper's
 #      §6.1 data and of n = 20,000, d1 = 64, d2 = 5 equal to the one-process fit within 1e-10
 #      for all four covariance kinds, shard order / partitioning within 1e-12, one Spark fit;
+#      and the fault table (test_distributed_faults.py, ~1 minute): killed and frozen
+#      (SIGSTOP) workers, a shard file changed mid-fit, cancellation during a running round,
+#      resume after a stopped driver, on every engine, each test under a hard timeout;
 #   3. any skipped test fails the step, and so does anything that cannot install or run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -356,10 +356,14 @@ class Fitter(_Handle):
         self._cancel_lock = threading.Lock()  # guards _running and _cancel_pending
         self._running = None  # the C fitter of the fit in progress
         self._cancel_pending = False  # cancel() while no fit ran: applies to the next fit
+        # Set by cancel() during a fit: what a distributed fit watches while a round runs.
+        self._cancel_requested = threading.Event()
         _Handle.__init__(self, self._new_c_fitter(None))
 
-    def _new_c_fitter(self, trampoline):
-        p = _n.hetreward_fit_params.from_buffer_copy(self._params)  # progress: NULL
+    def _new_c_fitter(self, trampoline, params=None):
+        """A C fitter with these options (or ``params``: the options changed by the caller)
+        and ``trampoline`` as its progress callback."""
+        p = _n.hetreward_fit_params.from_buffer_copy(params or self._params)  # progress: NULL
         if trampoline is not None:
             p.progress = trampoline
         out = POINTER(_n.hetreward_fitter)()
@@ -483,6 +487,7 @@ class Fitter(_Handle):
         with self._cancel_lock:
             if self._running is not None:
                 lib.hetreward_fitter_cancel(self._running)
+                self._cancel_requested.set()
             else:
                 self._cancel_pending = True
 
