@@ -212,10 +212,27 @@ class Dataset(_Handle):
     @classmethod
     def load(cls, path) -> "Dataset":
         """Reads a .csv or .safetensors training set (SPEC §6)."""
+        return cls._loaded(lib.hetreward_dataset_load, path)
+
+    @classmethod
+    def _loaded(cls, loader, path) -> "Dataset":
         out = POINTER(_n.hetreward_dataset)()
-        _check(lib.hetreward_dataset_load(_path(path), byref(out)))
+        _check(loader(_path(path), byref(out)))
         self = cls.__new__(cls)
         _Handle.__init__(self, out)
+        return self
+
+    @classmethod
+    def _shard(cls, z, psi0, psi, y, cluster=None, *, path=None) -> "Dataset":
+        """One shard of a distributed fit, from arrays (as the constructor) or a file
+        (``path``, as :meth:`load`): identifiability (more rows than parameters, psi0) is
+        checked on the merged shards only (hetreward_dataset_new_shard)."""
+        if path is not None:
+            return cls._loaded(lib.hetreward_dataset_load_shard, path)
+        self = cls.__new__(cls)
+        arrays = cls._checked(("z",), (z,), psi0, psi, y, cluster)
+        self._init_from(lib.hetreward_dataset_new_shard, lib.hetreward_dataset_new_shard_f32,
+                        *arrays)
         return self
 
     @staticmethod

@@ -11,7 +11,7 @@ import hetreward as hr
 from hetreward import distributed as hd
 
 from distributed_support import (TOL, array_shards, assert_same, contiguous_parts, paper_data,
-                                 random_parts, single_process)
+                                 random_parts, safetensors_shards, single_process)
 
 
 @pytest.fixture(scope="module")
@@ -95,5 +95,29 @@ def test_mismatched_shards_fail_before_any_round(paper):
     rounds = []
     with hd.LocalEngine(good + [other]) as eng:
         with pytest.raises(hr.DimensionMismatchError, match="shard 2"):
+            hd.fit(eng, hr.Fitter(), on_round=rounds.append)
+    assert rounds == []
+
+
+def test_shards_smaller_than_the_parameter_count_fit_as_one(tmp_path):
+    """Identifiability is the merged data's (issue 22): 3-row shards (5 parameters; psi0 in
+    the span of each shard's psi) from arrays and from safetensors files fit to the
+    one-process model; too few rows in all fail before any round, naming the shards."""
+    data = paper_data(n=600)
+    want = single_process(data, ("expected",))["expected"]
+    parts = contiguous_parts(600, 200)
+    with pytest.raises(hr.InvalidArgumentError, match="3 samples cannot identify 5"):
+        hr.Dataset(*(np.ascontiguousarray(a[parts[0]]) for a in data))
+    pytest.importorskip("safetensors", reason="the safetensors writer for the file shards")
+    sources = array_shards(data, parts)
+    sources[:20] = safetensors_shards(data, parts[:20], tmp_path)
+    with hd.LocalEngine(sources) as eng:
+        model, info = hd.fit(eng, hr.Fitter(tol=TOL))
+    assert_same(model, want, 1e-10)
+    assert info.shards == 200
+    rounds = []
+    with hd.LocalEngine(sources[:1]) as eng:
+        with pytest.raises(hr.InvalidArgumentError,
+                           match="`shards`: 3 samples cannot identify 5 parameters"):
             hd.fit(eng, hr.Fitter(), on_round=rounds.append)
     assert rounds == []

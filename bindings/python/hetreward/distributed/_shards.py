@@ -48,8 +48,8 @@ class ArrayShard:
         def aligned(a):
             return None if a is None else np.require(a, requirements=("C", "A"))
 
-        return Dataset(*(aligned(a) for a in (self.z, self.psi0, self.psi, self.y,
-                                               self.cluster)))
+        return Dataset._shard(*(aligned(a) for a in (self.z, self.psi0, self.psi, self.y,
+                                                      self.cluster)))
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class SafetensorsShard:
     key: str = field(default_factory=_key)
 
     def load(self) -> Dataset:
-        return Dataset.load(self.path)
+        return Dataset._shard(None, None, None, None, path=self.path)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class ParquetShard:
         z = matrix("z")
         psi = matrix("psi") if "psi" in names else None
         cluster = flat("cluster") if "cluster" in names else None
-        return Dataset(z, flat("psi0"), psi, flat("y"), cluster)
+        return Dataset._shard(z, flat("psi0"), psi, flat("y"), cluster)
 
 
 def write_parquet(path, z, psi0, psi, y, cluster=None) -> ParquetShard:
