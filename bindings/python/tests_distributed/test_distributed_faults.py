@@ -175,8 +175,8 @@ def test_killed_worker_is_replaced_and_the_model_is_the_same(engine, data, files
                              round_timeout=60)
         seconds = time.monotonic() - killed[0]
         assert_same(model, data[1], 1e-10)
-        if engine == "dask":
-            assert [m[1] for m in eng.moves] == [1] or len(eng.moves) >= 1, eng.moves
+        if engine == "dask":  # shard 1 (and shard 3, on the same worker) moved
+            assert 1 in {m[1] for m in eng.moves}, eng.moves
         record("killed worker", engine, "recovered, same model (s: kill to model)", seconds)
     finally:
         eng.close()
