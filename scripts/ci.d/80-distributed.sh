@@ -55,6 +55,8 @@ suite() {
     echo "the distributed tests in bindings/python/$dir failed" >&2
     exit 1
   fi
+  # The fault table (test_distributed_faults.py), whole, then the end of the run.
+  sed -n '/^fault table/,/^=/p' "$log" | grep -v '^='
   grep -vE '^(INFO|WARNING|[0-9/]+ [0-9:]+ WARN)' "$log" | tail -n 12
   if grep -qiE '[0-9]+ skipped' "$log"; then
     echo "tests in bindings/python/$dir were skipped: a skipped suite is a failed suite" >&2
@@ -68,4 +70,4 @@ case "$loaded" in
 esac
 suite tests test_distributed.py
 suite tests_distributed .
-echo "Distributed: Ray, Dask and Spark fits equal the one-process fit; tests ran in $(( $(date +%s) - t0 )) s"
+echo "Distributed: Ray, Dask and Spark fits equal the one-process fit, and every fault of the table ends in an error naming the shard and worker or in the same model; tests ran in $(( $(date +%s) - t0 )) s"

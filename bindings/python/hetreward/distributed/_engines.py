@@ -169,10 +169,9 @@ class RayEngine(_Engine):
                     watch.check({k: self.worker(k) for a in pending for k in self.held[a]})
         except BaseException as exc:
             for a in pending:  # stop what still runs; a frozen actor is restarted (if allowed)
-                ray.cancel(refs[a])
-            if isinstance(exc, RoundTimeoutError):
-                for a in pending:
-                    ray.kill(self.actors[a], no_restart=False)
+                _quietly(ray.cancel, refs[a])
+                if isinstance(exc, RoundTimeoutError):
+                    _quietly(ray.kill, self.actors[a], no_restart=False)
             raise
         return out
 
@@ -194,8 +193,16 @@ class RayEngine(_Engine):
 
     def close(self) -> None:
         for a in self.actors:
-            self._ray.kill(a)
+            _quietly(self._ray.kill, a)
         self.actors = []
+
+
+def _quietly(fn, *args, **kwargs) -> None:
+    """Clean-up after a failed round: its own failure must not hide the round's error."""
+    try:
+        fn(*args, **kwargs)
+    except Exception:
+        pass
 
 
 def _first_line(exc: BaseException) -> str:
@@ -307,7 +314,7 @@ class DaskEngine(_Engine):
                 if pending:
                     watch.check({k: self.worker(k) for k in pending})
         except BaseException as exc:
-            client.cancel(list(pending.values()))
+            _quietly(client.cancel, list(pending.values()))
             if isinstance(exc, RoundTimeoutError):  # close() does not wait for them
                 self.unresponsive.update(self.where[k] for k in pending)
             raise
@@ -334,11 +341,9 @@ class DaskEngine(_Engine):
         alive = set(self._alive()) - self.unresponsive
         futures = [self.client.submit(_shards.forget, s.key, workers=[w], pure=False)
                    for s, w in zip(self.sources, self.where) if w in alive]
-        try:
-            wait(futures, timeout=self.close_timeout)
-        except Exception:  # a frozen worker: it keeps its copy; nothing waits for it
-            pass
-        self.client.cancel(futures + self.refs)
+        # A worker that froze since: it keeps its copy; nothing waits for it.
+        _quietly(wait, futures, timeout=self.close_timeout)
+        _quietly(self.client.cancel, futures + self.refs)
         self.refs = []
 
 
@@ -386,7 +391,7 @@ class SparkEngine(_Engine):
             while not done.wait(watch.remaining()):
                 watch.check({k: self.worker(k) for k in range(len(self.sources))})
         except BaseException:
-            self.sc.cancelJobGroup(group)
+            _quietly(self.sc.cancelJobGroup, group)
             done.wait(60)  # Spark kills the tasks' Python workers (spark.python.task.killTimeout)
             raise
         if "error" in result:
