@@ -279,13 +279,18 @@ class DaskEngine(_Engine):
         try:
             while pending:
                 try:
-                    wait(list(pending.values()), timeout=max(watch.remaining(), 0.001),
-                         return_when="FIRST_COMPLETED")
+                    # All at once: one wait per round when nothing goes wrong.
+                    wait(list(pending.values()), timeout=max(watch.remaining(), 0.001))
                     alive = None
                 except (DaskTimeout, TimeoutError):  # slow: is every worker still there?
                     alive = set(self._alive())
                 except Exception:  # cancelled futures (a lost worker's): seen below
                     alive = None
+                if all(f.status == "finished" for f in pending.values()):
+                    for k, value in zip(list(pending), client.gather(list(pending.values()))):
+                        out[k] = value  # one transfer for the whole round
+                    pending.clear()
+                    break
                 for k, f in list(pending.items()):
                     status = f.status
                     if status == "finished":
