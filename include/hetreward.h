@@ -958,6 +958,44 @@ hetreward_status hetreward_dataset_from_pairs_f32(size_t n,
 hetreward_status hetreward_dataset_load(const char *path, struct hetreward_dataset **out_dataset);
 
 /**
+ * hetreward_dataset_new() for one shard of a distributed fit (hetreward_fit_distributed()):
+ * the same checks except identifiability (n > d1 + d2, psi0 not zero nor in the span of psi),
+ * which is the merged shards' — hetreward_fit_distributed() checks the total row count, and
+ * a psi0 that does not identify the scale makes the merged information singular
+ * (HETREWARD_SINGULAR_INFORMATION). Fit such a dataset only as a shard. Same arguments,
+ * ownership and other status codes.
+ */
+hetreward_status hetreward_dataset_new_shard(size_t n,
+                                             size_t d1,
+                                             size_t d2,
+                                             const double *z,
+                                             const double *psi0,
+                                             const double *psi,
+                                             const double *y,
+                                             const int64_t *cluster,
+                                             struct hetreward_dataset **out_dataset);
+
+/**
+ * hetreward_dataset_new_shard() with `float` arrays (as hetreward_dataset_new_f32()).
+ */
+hetreward_status hetreward_dataset_new_shard_f32(size_t n,
+                                                 size_t d1,
+                                                 size_t d2,
+                                                 const float *z,
+                                                 const float *psi0,
+                                                 const float *psi,
+                                                 const float *y,
+                                                 const int64_t *cluster,
+                                                 struct hetreward_dataset **out_dataset);
+
+/**
+ * hetreward_dataset_load() for one shard of a distributed fit: identifiability is left to
+ * the merged shards, as in hetreward_dataset_new_shard(). Same arguments and status codes.
+ */
+hetreward_status hetreward_dataset_load_shard(const char *path,
+                                              struct hetreward_dataset **out_dataset);
+
+/**
  * Number of samples n of a dataset; 0 if `dataset` is NULL. Thread-safe.
  */
 size_t hetreward_dataset_n(const struct hetreward_dataset *dataset);

@@ -97,6 +97,19 @@ pub struct Dataset {
     cluster: Option<Vec<i64>>,
 }
 
+/// What a dataset's rows are, for the checks that need all of a training set's rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// A whole training set: identifiability (`n > d1 + d2`, `psi0` not identically zero
+    /// and not in the span of `psi`) is checked when it is built.
+    Whole,
+    /// One shard of a distributed fit: only its shape and values are checked.
+    /// Identifiability is a property of the merged shards: the driver checks the total row
+    /// count ([`crate::shard::merge_summaries`]) and a `psi0` that does not identify the
+    /// scale shows as singular merged information (`SingularInformation`).
+    Shard,
+}
+
 impl Dataset {
     /// Builds a dataset from row-major arrays and validates it.
     ///
@@ -118,7 +131,23 @@ impl Dataset {
         y: Vec<f64>,
         cluster: Option<Vec<i64>>,
     ) -> Result<Self> {
-        Self::build(d1, d2, Features::F64(z), psi0, psi, y, cluster)
+        Self::build(Rows::Whole, d1, d2, Features::F64(z), psi0, psi, y, cluster)
+    }
+
+    /// [`Dataset::new`] for `rows`: [`Rows::Shard`] skips the identifiability checks, which
+    /// apply to the merged shards only.
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_rows(
+        rows: Rows,
+        d1: usize,
+        d2: usize,
+        z: Vec<f64>,
+        psi0: Vec<f64>,
+        psi: Vec<f64>,
+        y: Vec<f64>,
+        cluster: Option<Vec<i64>>,
+    ) -> Result<Self> {
+        Self::build(rows, d1, d2, Features::F64(z), psi0, psi, y, cluster)
     }
 
     /// [`Dataset::new`] with z in single precision (`n * d1` `f32` values, as inference engines
@@ -135,10 +164,12 @@ impl Dataset {
         y: Vec<f64>,
         cluster: Option<Vec<i64>>,
     ) -> Result<Self> {
-        Self::build(d1, d2, Features::F32(z), psi0, psi, y, cluster)
+        Self::build(Rows::Whole, d1, d2, Features::F32(z), psi0, psi, y, cluster)
     }
 
-    fn build(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn build(
+        rows: Rows,
         d1: usize,
         d2: usize,
         z: Features,
@@ -180,20 +211,16 @@ impl Dataset {
                 format!("labels must be 0 or 1; y[{i}] = {}", y[i]),
             ));
         }
-        if psi0.iter().all(|&v| v == 0.0) {
-            return Err(Error::invalid(
-                "psi0",
-                "psi0 is identically zero: theta and gamma are not identifiable (SPEC §1)",
-            ));
+        if rows == Rows::Whole {
+            if psi0.iter().all(|&v| v == 0.0) {
+                return Err(Error::invalid(
+                    "psi0",
+                    "psi0 is identically zero: theta and gamma are not identifiable (SPEC §1)",
+                ));
+            }
+            check_sample_count("n", n as u64, d1, d2)?;
+            check_psi0_not_in_span(n, d2, &psi0, &psi)?;
         }
-        let p = d1 + d2;
-        if n <= p {
-            return Err(Error::invalid(
-                "n",
-                format!("{n} samples cannot identify {p} parameters (d1 = {d1}, d2 = {d2}); need n > d1 + d2"),
-            ));
-        }
-        check_psi0_not_in_span(n, d2, &psi0, &psi)?;
         Ok(Dataset {
             n,
             d1,
@@ -331,6 +358,19 @@ const SPAN_RTOL: f64 = 1e-6;
 /// `1e-10` of the largest (collinear covariates are the information check's business, later);
 /// then a second pass computes the residual `psi0 - psi a` explicitly, so a tiny residual is a
 /// fact about the data and not a rounding artefact of the normal equations.
+/// Rejects fewer samples than parameters (`n <= d1 + d2`), naming `what` (the dataset's `n`,
+/// or the merged shards').
+pub(crate) fn check_sample_count(what: &str, n: u64, d1: usize, d2: usize) -> Result<()> {
+    let p = d1 + d2;
+    if n <= p as u64 {
+        return Err(Error::invalid(
+            what,
+            format!("{n} samples cannot identify {p} parameters (d1 = {d1}, d2 = {d2}); need n > d1 + d2"),
+        ));
+    }
+    Ok(())
+}
+
 fn check_psi0_not_in_span(n: usize, d2: usize, psi0: &[f64], psi: &[f64]) -> Result<()> {
     if d2 == 0 {
         return Ok(());

@@ -1,6 +1,6 @@
 //! Test fixtures shared by the unit tests of several modules (compiled for tests only).
 
-use crate::data::{Dataset, FeatureMatrix};
+use crate::data::{Dataset, FeatureMatrix, Features, Rows};
 use crate::sim::rng;
 use nalgebra::DMatrix;
 use rand::Rng;
@@ -23,6 +23,11 @@ pub(crate) fn random_spd(p: usize, seed: u64) -> DMatrix<f64> {
 /// a subset or an integer-weighted resample, on which the estimator's iteration runs
 /// unchanged (`InMemory` over it).
 pub(crate) fn select_rows(data: &Dataset, rows: &[usize]) -> Dataset {
+    pick_rows(data, rows, Rows::Whole)
+}
+
+/// [`select_rows`] as a dataset of kind `kind` (a shard skips the identifiability checks).
+fn pick_rows(data: &Dataset, rows: &[usize], kind: Rows) -> Dataset {
     let (d1, d2) = (data.d1(), data.d2());
     let psi0 = rows.iter().map(|&i| data.psi0()[i]).collect();
     let psi = rows
@@ -33,22 +38,24 @@ pub(crate) fn select_rows(data: &Dataset, rows: &[usize]) -> Dataset {
     let y = rows.iter().map(|&i| data.y()[i]).collect();
     let cluster = data.cluster().map(|c| rows.iter().map(|&i| c[i]).collect());
     let pick = |i: usize| i * d1..(i + 1) * d1;
-    match data.features() {
+    let z = match data.features() {
         FeatureMatrix::F64(z) => {
-            let z = rows.iter().flat_map(|&i| &z[pick(i)]).copied().collect();
-            Dataset::new(d1, d2, z, psi0, psi, y, cluster)
+            Features::F64(rows.iter().flat_map(|&i| &z[pick(i)]).copied().collect())
         }
         FeatureMatrix::F32(z) => {
-            let z = rows.iter().flat_map(|&i| &z[pick(i)]).copied().collect();
-            Dataset::new_f32(d1, d2, z, psi0, psi, y, cluster)
+            Features::F32(rows.iter().flat_map(|&i| &z[pick(i)]).copied().collect())
         }
-    }
-    .expect("a valid selection")
+    };
+    Dataset::build(kind, d1, d2, z, psi0, psi, y, cluster).expect("a valid selection")
 }
 
-/// The rows `parts[k]` of `data` as shard `k` ([`select_rows`]).
+/// The rows `parts[k]` of `data` as shard `k` ([`select_rows`]; a shard may hold fewer rows
+/// than parameters).
 pub(crate) fn split_rows(data: &Dataset, parts: &[Vec<usize>]) -> Vec<Dataset> {
-    parts.iter().map(|rows| select_rows(data, rows)).collect()
+    parts
+        .iter()
+        .map(|rows| pick_rows(data, rows, Rows::Shard))
+        .collect()
 }
 
 /// Rows `0..n` dealt into `k` contiguous blocks.

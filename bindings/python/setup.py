@@ -58,8 +58,12 @@ setup(
             path=str(MANIFEST),
             binding=Binding.NoBinding,
             # The crate types of Cargo.toml, so that cargo reuses the library that
-            # `cargo build --release -p hetreward --lib` (scripts/install.sh) built, and
-            # vice versa, instead of rebuilding the crate for a cdylib-only build each time.
+            # `cargo build --release -p hetreward [--lib]` (scripts/install.sh) built, and
+            # vice versa, instead of rebuilding the crate for a cdylib-only build each time
+            # (measured: Fresh in 0.2 s either way). A plain `cargo build --release` builds
+            # the whole workspace (the CLI too): its unit graph gives the library's build
+            # script another fingerprint, so alternating it with `pip install` rebuilds the
+            # library each time (~55 s); build the library alone with `-p hetreward` instead.
             args=["--crate-type", "rlib,cdylib,staticlib"],
             py_limited_api=False,
             strip=Strip.All,

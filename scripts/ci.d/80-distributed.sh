@@ -9,6 +9,9 @@
 #      LocalCluster with 2 worker processes, Spark local[2]): 8-shard fits of the paper's
 #      §6.1 data and of n = 20,000, d1 = 64, d2 = 5 equal to the one-process fit within 1e-10
 #      for all four covariance kinds, shard order / partitioning within 1e-12, one Spark fit;
+#      and the fault table (test_distributed_faults.py, ~1 minute): killed and frozen
+#      (SIGSTOP) workers, a shard file changed mid-fit, cancellation during a running round,
+#      resume after a stopped driver, on every engine, each test under a hard timeout;
 #   3. any skipped test fails the step, and so does anything that cannot install or run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -52,6 +55,8 @@ suite() {
     echo "the distributed tests in bindings/python/$dir failed" >&2
     exit 1
   fi
+  # The fault table (test_distributed_faults.py), whole, then the end of the run.
+  sed -n '/^fault table/,/^=/p' "$log" | { grep -v '^=' || true; }
   grep -vE '^(INFO|WARNING|[0-9/]+ [0-9:]+ WARN)' "$log" | tail -n 12
   if grep -qiE '[0-9]+ skipped' "$log"; then
     echo "tests in bindings/python/$dir were skipped: a skipped suite is a failed suite" >&2
@@ -65,4 +70,4 @@ case "$loaded" in
 esac
 suite tests test_distributed.py
 suite tests_distributed .
-echo "Distributed: Ray, Dask and Spark fits equal the one-process fit; tests ran in $(( $(date +%s) - t0 )) s"
+echo "Distributed: Ray, Dask and Spark fits equal the one-process fit, and every fault of the table ends in an error naming the shard and worker or in the same model; tests ran in $(( $(date +%s) - t0 )) s"

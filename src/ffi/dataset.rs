@@ -2,7 +2,7 @@
 
 use super::status::{boundary, boundary_value, hetreward_status};
 use super::{c_path, checked_len, handle_ref, in_slice, optional_slice, out_ptr};
-use crate::data::Dataset;
+use crate::data::{Dataset, Rows};
 use crate::error::Result;
 use std::ffi::c_char;
 
@@ -45,7 +45,7 @@ impl<T: Copy + Into<f64>> Arrays<T> {
     ///
     /// # Safety
     /// Every pointer must be NULL or point to as many elements as documented in the header.
-    unsafe fn build(&self, features: Features<T>) -> Result<Dataset> {
+    unsafe fn build(&self, features: Features<T>, rows: Rows) -> Result<Dataset> {
         let (n, d1, d2) = (self.n, self.d1, self.d2);
         let nd1 = checked_len("z", n, d1)?;
         let nd2 = checked_len("psi", n, d2)?;
@@ -56,7 +56,7 @@ impl<T: Copy + Into<f64>> Arrays<T> {
         match features {
             Features::Z(z) => {
                 let z = read_f64(z, nd1, "z")?;
-                Dataset::new(d1, d2, z, psi0, psi, y, cluster)
+                Dataset::with_rows(rows, d1, d2, z, psi0, psi, y, cluster)
             }
             Features::Pairs(phi0, phi1) => {
                 let phi0 = read_f64(phi0, nd1, "phi0")?;
@@ -122,7 +122,9 @@ pub extern "C" fn hetreward_dataset_new(
         cluster,
     };
     // SAFETY: the header's contract on the array lengths.
-    finish(out_dataset, || unsafe { arrays.build(Features::Z(z)) })
+    finish(out_dataset, || unsafe {
+        arrays.build(Features::Z(z), Rows::Whole)
+    })
 }
 
 /// hetreward_dataset_new() with `float` arrays (z, psi0, psi, y; cluster ids stay int64_t).
@@ -149,7 +151,9 @@ pub extern "C" fn hetreward_dataset_new_f32(
         cluster,
     };
     // SAFETY: the header's contract on the array lengths.
-    finish(out_dataset, || unsafe { arrays.build(Features::Z(z)) })
+    finish(out_dataset, || unsafe {
+        arrays.build(Features::Z(z), Rows::Whole)
+    })
 }
 
 /// Builds a dataset from the two answers' feature vectors instead of their difference:
@@ -180,7 +184,7 @@ pub extern "C" fn hetreward_dataset_from_pairs(
     };
     // SAFETY: the header's contract on the array lengths.
     finish(out_dataset, || unsafe {
-        arrays.build(Features::Pairs(phi0, phi1))
+        arrays.build(Features::Pairs(phi0, phi1), Rows::Whole)
     })
 }
 
@@ -210,7 +214,7 @@ pub extern "C" fn hetreward_dataset_from_pairs_f32(
     };
     // SAFETY: the header's contract on the array lengths.
     finish(out_dataset, || unsafe {
-        arrays.build(Features::Pairs(phi0, phi1))
+        arrays.build(Features::Pairs(phi0, phi1), Rows::Whole)
     })
 }
 
@@ -232,6 +236,81 @@ pub extern "C" fn hetreward_dataset_load(
         // SAFETY: `path` is NULL or NUL-terminated (header contract).
         let path = unsafe { c_path(path, "path")? };
         crate::io::training::read_training(&path)
+    })
+}
+
+/// hetreward_dataset_new() for one shard of a distributed fit (hetreward_fit_distributed()):
+/// the same checks except identifiability (n > d1 + d2, psi0 not zero nor in the span of psi),
+/// which is the merged shards' — hetreward_fit_distributed() checks the total row count, and
+/// a psi0 that does not identify the scale makes the merged information singular
+/// (HETREWARD_SINGULAR_INFORMATION). Fit such a dataset only as a shard. Same arguments,
+/// ownership and other status codes.
+#[no_mangle]
+pub extern "C" fn hetreward_dataset_new_shard(
+    n: usize,
+    d1: usize,
+    d2: usize,
+    z: *const f64,
+    psi0: *const f64,
+    psi: *const f64,
+    y: *const f64,
+    cluster: *const i64,
+    out_dataset: *mut *mut hetreward_dataset,
+) -> hetreward_status {
+    let arrays = Arrays {
+        n,
+        d1,
+        d2,
+        psi0,
+        psi,
+        y,
+        cluster,
+    };
+    // SAFETY: the header's contract on the array lengths.
+    finish(out_dataset, || unsafe {
+        arrays.build(Features::Z(z), Rows::Shard)
+    })
+}
+
+/// hetreward_dataset_new_shard() with `float` arrays (as hetreward_dataset_new_f32()).
+#[no_mangle]
+pub extern "C" fn hetreward_dataset_new_shard_f32(
+    n: usize,
+    d1: usize,
+    d2: usize,
+    z: *const f32,
+    psi0: *const f32,
+    psi: *const f32,
+    y: *const f32,
+    cluster: *const i64,
+    out_dataset: *mut *mut hetreward_dataset,
+) -> hetreward_status {
+    let arrays = Arrays {
+        n,
+        d1,
+        d2,
+        psi0,
+        psi,
+        y,
+        cluster,
+    };
+    // SAFETY: the header's contract on the array lengths.
+    finish(out_dataset, || unsafe {
+        arrays.build(Features::Z(z), Rows::Shard)
+    })
+}
+
+/// hetreward_dataset_load() for one shard of a distributed fit: identifiability is left to
+/// the merged shards, as in hetreward_dataset_new_shard(). Same arguments and status codes.
+#[no_mangle]
+pub extern "C" fn hetreward_dataset_load_shard(
+    path: *const c_char,
+    out_dataset: *mut *mut hetreward_dataset,
+) -> hetreward_status {
+    finish(out_dataset, || {
+        // SAFETY: `path` is NULL or NUL-terminated (header contract).
+        let path = unsafe { c_path(path, "path")? };
+        crate::io::training::read_rows(&path, Rows::Shard)
     })
 }
 

@@ -8,20 +8,25 @@
 use super::csv_table::{non_canonical_numbered, numbered, CsvTable};
 use super::safetensors_table::SafetensorsFile;
 use super::FileKind;
-use crate::data::Dataset;
+use crate::data::{Dataset, Rows};
 use crate::error::{Error, Result};
 use std::path::Path;
 
 /// Reads a training set, choosing the format by extension.
 pub fn read_training(path: &Path) -> Result<Dataset> {
+    read_rows(path, Rows::Whole)
+}
+
+/// Reads a training set or one shard of it ([`Rows`]), choosing the format by extension.
+pub fn read_rows(path: &Path, rows: Rows) -> Result<Dataset> {
     match FileKind::of(path)? {
-        FileKind::Csv => from_csv(&CsvTable::read(path)?),
-        FileKind::Safetensors => from_safetensors(&SafetensorsFile::open(path)?),
+        FileKind::Csv => from_csv(&CsvTable::read(path)?, rows),
+        FileKind::Safetensors => from_safetensors(&SafetensorsFile::open(path)?, rows),
     }
 }
 
 /// Builds a dataset from a CSV table with the training columns.
-pub fn from_csv(t: &CsvTable) -> Result<Dataset> {
+pub fn from_csv(t: &CsvTable, rows: Rows) -> Result<Dataset> {
     let (d1, z) = t.numbered_block("z");
     let (d2, psi) = t.numbered_block("psi");
     if d1 == 0 {
@@ -60,13 +65,13 @@ pub fn from_csv(t: &CsvTable) -> Result<Dataset> {
         Some(_) => Some(cluster_ids(&t.path, "cluster", &t.column("cluster")?)?),
         None => None,
     };
-    Dataset::new(d1, d2, z, psi0, psi, y, cluster).map_err(|e| invalid_data(&t.path, e))
+    Dataset::with_rows(rows, d1, d2, z, psi0, psi, y, cluster).map_err(|e| invalid_data(&t.path, e))
 }
 
 /// Builds a dataset from a safetensors file with the training tensors. Every shape is checked
 /// against the others from the header before any tensor data is read, so an inconsistent file
 /// costs nothing to reject.
-pub fn from_safetensors(f: &SafetensorsFile) -> Result<Dataset> {
+pub fn from_safetensors(f: &SafetensorsFile, rows: Rows) -> Result<Dataset> {
     let path = f.path();
     let n = f.expect_shape("y", true, &[None])?[0];
     // Where z comes from, and its width: `z` itself, or `phi1 - phi0`.
@@ -108,7 +113,7 @@ pub fn from_safetensors(f: &SafetensorsFile) -> Result<Dataset> {
     } else {
         None
     };
-    Dataset::new(d1, d2, z, psi0, psi, y, cluster).map_err(|e| invalid_data(path, e))
+    Dataset::with_rows(rows, d1, d2, z, psi0, psi, y, cluster).map_err(|e| invalid_data(path, e))
 }
 
 fn cluster_ids(path: &str, what: &str, values: &[f64]) -> Result<Vec<i64>> {

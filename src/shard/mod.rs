@@ -79,8 +79,9 @@ fn schema_checksum(d1: u64, d2: u64, clustered: bool) -> u32 {
 /// Adds the summaries of shards `0, 1, ...` of one dataset (in that order): the total row
 /// count, with the common schema.
 ///
-/// Errors: [`Error::InvalidArgument`] for no shards, overflowing row counts or a shard whose
-/// checksum does not match its own fields (a damaged summary); [`Error::DimensionMismatch`]
+/// Errors: [`Error::InvalidArgument`] for no shards, overflowing row counts, a shard whose
+/// checksum does not match its own fields (a damaged summary) or fewer rows in all than
+/// parameters (a single shard may hold fewer); [`Error::DimensionMismatch`]
 /// for d1 = 0 or more than 2^24 parameters, and naming the first shard whose d1, d2 or cluster
 /// flag differs from shard 0's.
 pub fn merge_summaries(summaries: &[ShardSummary]) -> Result<ShardSummary> {
@@ -130,6 +131,8 @@ pub fn merge_summaries(summaries: &[ShardSummary]) -> Result<ShardSummary> {
             )
         })?;
     }
+    // Identifiability is the merged data's: a shard may hold fewer rows than parameters.
+    crate::data::check_sample_count("shards", total.n, first.d1 as usize, first.d2 as usize)?;
     Ok(total)
 }
 

@@ -1,4 +1,6 @@
 use super::*;
+use crate::data::Rows;
+use crate::fit::{fit, FitControl, FitOptions, NewtonVariant};
 use crate::likelihood::{nll_and_gradient, Curvature};
 use crate::sim::{one_hot_groups, paper_simulation, ActionDesign};
 use crate::testing::{contiguous, shuffled, split_rows, with_clusters};
@@ -357,4 +359,75 @@ fn answers_are_checked_against_their_request() {
             "{err:?}"
         );
     }
+}
+
+/// Identifiability is the merged data's (issue 22): shards of 2 rows (fewer than the 5
+/// parameters, with psi0 in the span of each shard's psi) fit to the one-process model, a
+/// total of too few rows fails at the summaries naming them, and a psi0 that does not
+/// identify the scale in the merged data is singular information, not a model.
+#[test]
+fn identifiability_is_checked_on_the_merged_shards_only() {
+    let data = paper_simulation(600, ActionDesign::Uniform, 5);
+    let parts: Vec<Vec<usize>> = (0..300).map(|k| vec![2 * k, 2 * k + 1]).collect();
+    let shards = split_rows(&data, &parts);
+    // As a whole training set, a 2-row shard is refused.
+    let (d1, d2) = (data.d1(), data.d2());
+    let two = &shards[0];
+    let whole = Dataset::new(
+        d1,
+        d2,
+        two.z().to_vec(),
+        two.psi0().to_vec(),
+        two.psi().to_vec(),
+        two.y().to_vec(),
+        None,
+    );
+    assert!(whole.is_err_and(|e| e.to_string().contains("2 samples cannot identify 5")));
+    let options = FitOptions {
+        tol: 1e-12,
+        ..FitOptions::default()
+    };
+    let control = FitControl::default();
+    let mut oracle = driver::LocalOracle::new(shards);
+    let got = driver::fit_distributed(&mut oracle, &options, NewtonVariant::Auto, &control, None)
+        .unwrap();
+    let want = fit(&data, &options, &control).unwrap();
+    for (a, b) in got.fit.params.theta.iter().zip(&want.params.theta) {
+        assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{a} vs {b}");
+    }
+    for (a, b) in got.fit.params.gamma.iter().zip(&want.params.gamma) {
+        assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{a} vs {b}");
+    }
+
+    // Too few rows in all: refused at the summaries, before any round.
+    let few = split_rows(&data, &[vec![0, 1], vec![2, 3], vec![4]]);
+    let summaries: Vec<ShardSummary> = few.iter().map(ShardSummary::of).collect();
+    let err = merge_summaries(&summaries).unwrap_err().to_string();
+    assert!(
+        err.contains("shards") && err.contains("5 samples cannot identify 5 parameters"),
+        "{err}"
+    );
+
+    // psi0 = the first column of psi on every row: the scale is not identifiable.
+    let psi0: Vec<f64> = (0..data.n()).map(|i| data.psi_row(i)[0]).collect();
+    let flat = Dataset::with_rows(
+        Rows::Shard,
+        d1,
+        d2,
+        data.z().to_vec(),
+        psi0,
+        data.psi().to_vec(),
+        data.y().to_vec(),
+        None,
+    )
+    .unwrap();
+    let mut oracle = driver::LocalOracle::new(split_rows(&flat, &contiguous(600, 4)));
+    let result =
+        driver::fit_distributed(&mut oracle, &options, NewtonVariant::Auto, &control, None)
+            .and_then(|f| f.model(crate::inference::CovarianceKind::Expected));
+    assert!(
+        matches!(result, Err(Error::SingularInformation { .. })),
+        "{:?}",
+        result.err()
+    );
 }

@@ -212,10 +212,27 @@ class Dataset(_Handle):
     @classmethod
     def load(cls, path) -> "Dataset":
         """Reads a .csv or .safetensors training set (SPEC §6)."""
+        return cls._loaded(lib.hetreward_dataset_load, path)
+
+    @classmethod
+    def _loaded(cls, loader, path) -> "Dataset":
         out = POINTER(_n.hetreward_dataset)()
-        _check(lib.hetreward_dataset_load(_path(path), byref(out)))
+        _check(loader(_path(path), byref(out)))
         self = cls.__new__(cls)
         _Handle.__init__(self, out)
+        return self
+
+    @classmethod
+    def _shard(cls, z, psi0, psi, y, cluster=None, *, path=None) -> "Dataset":
+        """One shard of a distributed fit, from arrays (as the constructor) or a file
+        (``path``, as :meth:`load`): identifiability (more rows than parameters, psi0) is
+        checked on the merged shards only (hetreward_dataset_new_shard)."""
+        if path is not None:
+            return cls._loaded(lib.hetreward_dataset_load_shard, path)
+        self = cls.__new__(cls)
+        arrays = cls._checked(("z",), (z,), psi0, psi, y, cluster)
+        self._init_from(lib.hetreward_dataset_new_shard, lib.hetreward_dataset_new_shard_f32,
+                        *arrays)
         return self
 
     @staticmethod
@@ -356,10 +373,14 @@ class Fitter(_Handle):
         self._cancel_lock = threading.Lock()  # guards _running and _cancel_pending
         self._running = None  # the C fitter of the fit in progress
         self._cancel_pending = False  # cancel() while no fit ran: applies to the next fit
+        # Set by cancel() during a fit: what a distributed fit watches while a round runs.
+        self._cancel_requested = threading.Event()
         _Handle.__init__(self, self._new_c_fitter(None))
 
-    def _new_c_fitter(self, trampoline):
-        p = _n.hetreward_fit_params.from_buffer_copy(self._params)  # progress: NULL
+    def _new_c_fitter(self, trampoline, params=None):
+        """A C fitter with these options (or ``params``: the options changed by the caller)
+        and ``trampoline`` as its progress callback."""
+        p = _n.hetreward_fit_params.from_buffer_copy(params or self._params)  # progress: NULL
         if trampoline is not None:
             p.progress = trampoline
         out = POINTER(_n.hetreward_fitter)()
@@ -483,6 +504,7 @@ class Fitter(_Handle):
         with self._cancel_lock:
             if self._running is not None:
                 lib.hetreward_fitter_cancel(self._running)
+                self._cancel_requested.set()
             else:
                 self._cancel_pending = True
 

@@ -221,6 +221,17 @@ PROTOTYPES = {
          _P(c_float), _P(c_int64), _P(_P(hetreward_dataset))],
     ),
     "hetreward_dataset_load": (hetreward_status, [c_char_p, _P(_P(hetreward_dataset))]),
+    "hetreward_dataset_new_shard": (
+        hetreward_status,
+        [c_size_t, c_size_t, c_size_t, _P(c_double), _P(c_double), _P(c_double), _P(c_double),
+         _P(c_int64), _P(_P(hetreward_dataset))],
+    ),
+    "hetreward_dataset_new_shard_f32": (
+        hetreward_status,
+        [c_size_t, c_size_t, c_size_t, _P(c_float), _P(c_float), _P(c_float), _P(c_float),
+         _P(c_int64), _P(_P(hetreward_dataset))],
+    ),
+    "hetreward_dataset_load_shard": (hetreward_status, [c_char_p, _P(_P(hetreward_dataset))]),
     "hetreward_dataset_n": (c_size_t, [_P(hetreward_dataset)]),
     "hetreward_dataset_d1": (c_size_t, [_P(hetreward_dataset)]),
     "hetreward_dataset_d2": (c_size_t, [_P(hetreward_dataset)]),

@@ -36,3 +36,15 @@ def dask_client():
     yield client
     client.close()
     cluster.close()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The fault table measured by test_distributed_faults.py (docs/distributed.md)."""
+    table = getattr(sys.modules.get("test_distributed_faults"), "TABLE", None)
+    if not table:
+        return
+    terminalreporter.write_line("fault table (seconds to the error, or to the end of the fit):")
+    for (fault, engine), (behaviour, seconds, message) in sorted(table.items()):
+        terminalreporter.write_line(f"  {fault:28s} {engine:6s} {seconds:7.2f} s  {behaviour}")
+        if message and os.environ.get("HETREWARD_FAULT_MESSAGES"):
+            terminalreporter.write_line(f"      {message[:300]}")

@@ -17,15 +17,19 @@ Spark move the bytes.
 Engines: :class:`RayEngine` (an actor per shard), :class:`DaskEngine` (a
 ``distributed.Client``; tasks pinned to the worker holding the shard), :class:`SparkEngine`
 (``mapPartitions`` + ``treeAggregate``) and :class:`LocalEngine` (in process). Sources:
-:class:`ArrayShard`, :class:`SafetensorsShard`, :class:`ParquetShard`. See
-docs/distributed.md for when distribution pays.
+:class:`ArrayShard`, :class:`SafetensorsShard`, :class:`ParquetShard`. Failures:
+:class:`ShardError`, :class:`WorkerLostError`, :class:`RoundTimeoutError` (each names the
+shards, the workers and the round). See docs/distributed.md for when distribution pays and
+for what each engine does when a worker is lost or freezes.
 """
 
 from ._driver import FitInfo, Round, fit
 from ._engines import DaskEngine, LocalEngine, RayEngine, SparkEngine
+from ._faults import RoundTimeoutError, ShardError, WorkerLostError
 from ._shards import ArrayShard, ParquetShard, SafetensorsShard, answer, write_parquet
 
 __all__ = [
     "fit", "FitInfo", "Round", "LocalEngine", "RayEngine", "DaskEngine", "SparkEngine",
     "ArrayShard", "SafetensorsShard", "ParquetShard", "write_parquet", "answer",
+    "ShardError", "WorkerLostError", "RoundTimeoutError",
 ]

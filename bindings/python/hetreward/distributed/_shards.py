@@ -48,8 +48,8 @@ class ArrayShard:
         def aligned(a):
             return None if a is None else np.require(a, requirements=("C", "A"))
 
-        return Dataset(*(aligned(a) for a in (self.z, self.psi0, self.psi, self.y,
-                                               self.cluster)))
+        return Dataset._shard(*(aligned(a) for a in (self.z, self.psi0, self.psi, self.y,
+                                                      self.cluster)))
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class SafetensorsShard:
     key: str = field(default_factory=_key)
 
     def load(self) -> Dataset:
-        return Dataset.load(self.path)
+        return Dataset._shard(None, None, None, None, path=self.path)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class ParquetShard:
         z = matrix("z")
         psi = matrix("psi") if "psi" in names else None
         cluster = flat("cluster") if "cluster" in names else None
-        return Dataset(z, flat("psi0"), psi, flat("y"), cluster)
+        return Dataset._shard(z, flat("psi0"), psi, flat("y"), cluster)
 
 
 def write_parquet(path, z, psi0, psi, y, cluster=None) -> ParquetShard:
@@ -126,11 +126,33 @@ def write_parquet(path, z, psi0, psi, y, cluster=None) -> ParquetShard:
 #: Shards loaded in this (worker) process, by source key: each worker loads its shard once.
 _LOADED: Dict[str, Dataset] = {}
 
+#: What identifies the version of a shard's file: (size, modification time in ns).
+Stamp = Optional[Tuple[int, int]]
 
-def dataset(source) -> Dataset:
-    """The shard of ``source``, loaded on first use in this process and kept."""
+
+def stamp(source) -> Stamp:
+    """The file's (size, mtime in ns) for sources read from a file (``path``), else ``None``
+    (arrays travel with their source and cannot change)."""
+    path = getattr(source, "path", None)
+    if path is None:
+        return None
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns)
+
+
+def dataset(source, expect: Stamp = None) -> Dataset:
+    """The shard of ``source``, loaded on first use in this process and kept. ``expect``: the
+    stamp the file had when the fit started; a shard read again (a worker that replaced a lost
+    one) whose file changed since then is refused, so that a fit never mixes two versions of a
+    shard."""
     ds = _LOADED.get(source.key)
     if ds is None:
+        if expect is not None:
+            now = stamp(source)
+            if now != tuple(expect):
+                raise ValueError(
+                    f"{source.path}: changed since the fit started (size, mtime_ns "
+                    f"{tuple(expect)} -> {now}); refusing to mix two versions of the shard")
         ds = _LOADED[source.key] = source.load()
     return ds
 
@@ -148,9 +170,15 @@ Summary = Tuple[int, int, int, bool, int]
 
 def summary(source) -> Summary:
     """The shard's summary (n, d1, d2, clustered, schema checksum): hetreward_shard_summary_of."""
+    return describe(source)[0]
+
+
+def describe(source) -> Tuple[Summary, Stamp]:
+    """The shard's summary and the stamp of its file (taken before it is loaded)."""
+    before = stamp(source)
     s = _n.hetreward_shard_summary()
     _check(lib.hetreward_shard_summary_of(dataset(source)._live(), byref(s)))
-    return (s.n, s.d1, s.d2, bool(s.clustered), s.schema)
+    return (s.n, s.d1, s.d2, bool(s.clustered), s.schema), before
 
 
 def _u8(buf) -> ctypes._Pointer:
@@ -176,19 +204,29 @@ def stats_from_bytes(buf):
     return out
 
 
-def answer(source, request, threads: int = 1) -> bytearray:
+def answer(source, request, threads: int = 1, expect: Stamp = None) -> bytearray:
     """The shard's answer to a driver's request, as bytes (on the worker).
 
     ``threads``: the library's threads for this shard (1 when the engine runs one task per
-    core)."""
+    core). ``expect``: the file's stamp at the summary pass (see :func:`dataset`)."""
     view = np.frombuffer(request, dtype=np.uint8)
     out = POINTER(_n.hetreward_shard_stats)()
-    _check(lib.hetreward_shard_stats_compute_request(dataset(source)._live(), _u8(view),
+    shard = dataset(source, expect)
+    _check(lib.hetreward_shard_stats_compute_request(shard._live(), _u8(view),
                                                      view.size, threads, byref(out)))
     try:
         return stats_to_bytes(out)
     finally:
         lib.hetreward_shard_stats_free(out)
+
+
+def answer_of(index: int, source, request, threads: int = 1, expect: Stamp = None) -> bytearray:
+    """:func:`answer` for shard ``index``, whose errors name the shard (``shard 3: ...``): what
+    an engine's worker runs when only its error text reaches the driver."""
+    try:
+        return answer(source, request, threads, expect)
+    except Exception as exc:
+        raise RuntimeError(f"shard {index}: {type(exc).__name__}: {exc}") from exc
 
 
 def merge_bytes(a, b) -> bytearray:
