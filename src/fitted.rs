@@ -171,7 +171,8 @@ impl RewardModel {
         if let Some(j) = (0..d1).find(|&j| theta_cov_factor[(j, j)] <= 0.0) {
             return Err(Error::SingularInformation {
                 detail: format!(
-                    "the Cholesky factor of Cov(theta) has a non-positive diagonal entry {:e} at                      [{j}, {j}]: the covariance is not positive definite",
+                    "the Cholesky factor of Cov(theta) has a non-positive diagonal entry {:e} at \
+                     [{j}, {j}]: the covariance is not positive definite",
                     theta_cov_factor[(j, j)]
                 ),
             });
