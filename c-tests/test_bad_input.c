@@ -1307,6 +1307,40 @@ static void host_safety_cases(void) {
              hetreward_model_rationality(model, 1e308, big, D2, &out_sigma, &out_se));
     }
 
+    /* Issue 22: a resized-bootstrap model with a valid checksum and a finite gamma bias of
+     * -1e308 loads; its calibrated rationality (sigma_hat - bias . psi) overflows, which is an
+     * error naming psi, never HETREWARD_OK with inf [inf, inf]. */
+    {
+        hetreward_fit_params rp = hetreward_fit_default_params();
+        hetreward_fitter *resized_fitter;
+        hetreward_model *resized, *loaded = NULL;
+        hetreward_reward r;
+        double ones[D2] = {1.0, 1.0};
+        /* The interval section follows theta, gamma, the packed Cov(theta) factor and
+         * Cov(gamma); the gamma bias is 50 bytes into it (docs/model-format.md). */
+        size_t bias_at = MF_GAMMA_COV + 8 * (D2 * D2) + 50;
+        int k;
+        rp.intervals = HETREWARD_INTERVALS_RESIZED;
+        rp.bootstrap_reps = 10;
+        rp.threads = 1;
+        CHECK_OK(hetreward_fitter_new(&rp, &resized_fitter));
+        CHECK_OK(hetreward_fitter_fit(resized_fitter, dataset, &resized));
+        hetreward_fitter_free(resized_fitter);
+        CHECK_OK(hetreward_model_save_buffer(resized, NULL, 0, &len));
+        buf = (uint8_t *)checked_malloc(len);
+        CHECK_OK(hetreward_model_save_buffer(resized, buf, len, &len));
+        for (k = 0; k < D2; k++) put_f64(buf + MF_HEADER, bias_at + 8 * (size_t)k, -1e308);
+        reseal(buf, len);
+        CHECK_OK(hetreward_model_load_buffer(buf, len, &loaded));
+        function_header("hetreward_model_rationality_interval");
+        CASE("psi", "resized model, crafted gamma bias -1e308 (valid checksum): overflows",
+             HETREWARD_INVALID_ARGUMENT, "`psi`" SEP "overflows",
+             hetreward_model_rationality_interval(loaded, 1.0, ones, D2, 0.05, &r));
+        hetreward_model_free(loaded);
+        hetreward_model_free(resized);
+        free(buf);
+    }
+
     /* Class 4: every alpha in (0, 1) is usable; tiny ones are not blamed on the features. */
     function_header("hetreward_model_score");
     CASE("alpha", "1e-300 (valid: q = 37.07)", HETREWARD_OK, "",

@@ -29,8 +29,11 @@
  *             hetreward_fitter_cancel() may be called from any thread, at any time, while the
  *             fitter is alive. The last-error message is per thread. The library never installs
  *             signal handlers and never touches a global thread pool.
- * Callbacks.  A progress callback returns 0 to let the fit continue and any nonzero value to
- *             cancel it (the fit then returns HETREWARD_CANCELLED). This is the only callback.
+ * Callbacks.  There are two: a progress callback returns 0 to let the fit continue and any
+ *             nonzero value to cancel it (the fit then returns HETREWARD_CANCELLED); the oracle of
+ *             hetreward_fit_distributed() (hetreward_shard_oracle) answers one round of a
+ *             distributed fit. Neither may unwind (C++ exceptions, Rust panics) into the
+ *             library; each one's documentation says on which thread it is called.
  * Versions.   HETREWARD_VERSION_MAJOR/MINOR/PATCH give the header's version and
  *             hetreward_version() the library's; while MAJOR is 0, a MINOR change may break the
  *             ABI (the shared library's SONAME is libhetreward.so.0.MINOR).

@@ -21,10 +21,10 @@
 //! [`CoefficientTable::display`] renders the table as text, compact by default when d1 is
 //! large (gamma in full, theta summarised).
 
-use crate::calibrate::{IntervalMethod, Target};
+use crate::calibrate::IntervalMethod;
 use crate::error::{check_alpha, Result};
 use crate::fitted::{RewardInterval, RewardModel};
-use crate::stats::{critical_value, two_sided_p_value};
+use crate::interval::{check_result, Functional, Target};
 use std::fmt;
 
 /// Which parameter vector a coefficient belongs to.
@@ -149,15 +149,41 @@ pub const COMPACT_THETA_SHOWN: usize = 10;
 pub fn coefficients(model: &RewardModel, alpha: f64) -> Result<CoefficientTable> {
     check_alpha(alpha)?;
     let rows = (0..model.d1())
-        .map(|j| coefficient_unchecked(model, Block::Theta, j, alpha))
-        .chain((0..model.d2()).map(|k| coefficient_unchecked(model, Block::Gamma, k, alpha)))
-        .collect();
+        .map(|j| coefficient(model, Block::Theta, j, alpha))
+        .chain((0..model.d2()).map(|k| coefficient(model, Block::Gamma, k, alpha)))
+        .collect::<Result<_>>()?;
     Ok(CoefficientTable {
         alpha,
         method: model.calibration().method(),
         d1: model.d1(),
         rows,
     })
+}
+
+/// One row of [`coefficients`], checked: a row with a non-finite figure (a model whose stored
+/// figures are extreme, e.g. a calibration bias near the largest double) is
+/// [`crate::Error::InvalidArgument`] naming `model` and the row, never handed out. `index` below
+/// the block's length, `alpha` in (0, 1).
+pub(crate) fn coefficient(
+    model: &RewardModel,
+    block: Block,
+    index: usize,
+    alpha: f64,
+) -> Result<Coefficient> {
+    let c = coefficient_unchecked(model, block, index, alpha);
+    check_result(
+        "model",
+        || {
+            format!(
+                "{}: the estimate, its standard error or a confidence bound under the model's \
+                 interval method overflows a double (its stored estimate, covariance or \
+                 calibration figures are extreme)",
+                c.name()
+            )
+        },
+        &[c.estimate, c.se, c.lower, c.upper, c.p_value],
+    )?;
+    Ok(c)
 }
 
 /// One row of [`coefficients`] (unchecked: `index` below the block's length, `alpha` in
@@ -169,48 +195,49 @@ pub fn coefficient_unchecked(
     alpha: f64,
 ) -> Coefficient {
     let cal = model.calibration();
-    let (estimate, se) = match block {
-        Block::Theta => (model.theta()[index], model.theta_se()[index]),
-        Block::Gamma => (model.gamma()[index], model.gamma_se()[index]),
-    };
-    if !cal.uses_draws() {
-        let q = critical_value(alpha);
-        let z = ratio(estimate, se);
-        return Coefficient {
-            block,
-            index,
-            estimate,
-            se,
-            z,
-            p_value: two_sided_p_value(z),
-            lower: estimate - q * se,
-            upper: estimate + q * se,
-        };
-    }
     // The draws of the coordinate: exactly `theta*_b . e_j` (resp. `0 + gamma*_b . e_k`), the
     // projections the reward (rationality) interval of the unit vector would use.
-    let (draws, width, target) = match block {
-        Block::Theta => (cal.theta_draws(), model.d1(), Target::Theta),
+    let (estimate, se, draws, width, target) = match block {
+        Block::Theta => (
+            model.theta()[index],
+            model.theta_se()[index],
+            cal.theta_draws(),
+            model.d1(),
+            Target::Theta,
+        ),
         Block::Gamma => (
+            model.gamma()[index],
+            model.gamma_se()[index],
             cal.gamma_draws(),
             model.d2(),
             Target::Gamma {
-                bias: cal.gamma_bias()[index],
+                // Empty for Wald, whose rule reads no bias.
+                bias: cal.gamma_bias().get(index).copied().unwrap_or(0.0),
             },
         ),
     };
-    let mut v: Vec<f64> = draws
-        .chunks_exact(width)
-        .map(|row| f64::from(row[index]))
-        .collect();
-    let ci = cal.functional(estimate, &mut v, alpha, target);
+    let e = cal.rule().estimate(
+        Functional {
+            estimate,
+            target,
+            wald_se: || se,
+            draws: || {
+                draws
+                    .chunks_exact(width)
+                    .map(|row| f64::from(row[index]))
+                    .collect()
+            },
+        },
+        alpha,
+    );
+    let ci = e.interval;
     Coefficient {
         block,
         index,
         estimate: ci.reward,
         se: ci.se,
         z: ratio(ci.reward, ci.se),
-        p_value: cal.p_value(&ci, &v),
+        p_value: e.p_value,
         lower: ci.lower,
         upper: ci.upper,
     }

@@ -10,35 +10,18 @@
 //!
 //! `RewardModel` is `Send + Sync`: any number of threads may score with one model at once.
 
-use crate::calibrate::{
-    self, Calibration, IntervalDiagnostics, IntervalMethod, IntervalOptions, Target,
-};
+use crate::calibrate::{self, Calibration, IntervalDiagnostics, IntervalMethod, IntervalOptions};
 use crate::coefficients;
 use crate::data::Dataset;
 use crate::error::{check_alpha, check_finite, Error, Result};
 use crate::fit::{fit, FitControl, FitOptions, FitReport};
 use crate::inference::{covariance_factors, CovarianceKind};
+use crate::interval::{check_features_result, check_result, Functional, Target};
 use crate::linalg::PackedLower;
 use crate::model::{dot, Params};
-use crate::stats::critical_value;
 use nalgebra::DMatrix;
 
-/// A point reward with its standard error and `(1 - alpha)` confidence interval, under the
-/// model's interval method ([`RewardModel::calibration`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RewardInterval {
-    /// The estimate: `r_hat = theta_hat . phi` (Wald, bootstrap); `r_hat / alpha_hat`, the
-    /// de-inflated reward (resized bootstrap).
-    pub reward: f64,
-    /// Wald: `se(phi) = sqrt(phi^T S_theta^2 phi / n)`; bootstrap methods: the SD of the
-    /// refits' rewards (on the reported scale).
-    pub se: f64,
-    /// Lower end: `reward - q_{1-alpha/2} se` (Wald, resized), the `alpha/2` quantile of the
-    /// refits' rewards (bootstrap). Also the pessimistic reward of pBoN.
-    pub lower: f64,
-    /// Upper end, likewise.
-    pub upper: f64,
-}
+pub use crate::interval::RewardInterval;
 
 /// A fitted model, ready to score. Build with [`RewardModel::estimate`] (fit + covariance),
 /// [`RewardModel::from_estimate`] (covariance at given parameters) or
@@ -188,7 +171,8 @@ impl RewardModel {
         if let Some(j) = (0..d1).find(|&j| theta_cov_factor[(j, j)] <= 0.0) {
             return Err(Error::SingularInformation {
                 detail: format!(
-                    "the Cholesky factor of Cov(theta) has a non-positive diagonal entry {:e} at                      [{j}, {j}]: the covariance is not positive definite",
+                    "the Cholesky factor of Cov(theta) has a non-positive diagonal entry {:e} at \
+                     [{j}, {j}]: the covariance is not positive definite",
                     theta_cov_factor[(j, j)]
                 ),
             });
@@ -233,7 +217,7 @@ impl RewardModel {
         let b = calibration.reps();
         if calibration.theta_draws().len() != b * self.d1()
             || calibration.gamma_draws().len() != b * self.d2()
-            || (calibration.uses_draws() && calibration.gamma_bias().len() != self.d2())
+            || (calibration.rule().uses_draws() && calibration.gamma_bias().len() != self.d2())
         {
             return Err(Error::dims(
                 "calibration",
@@ -379,51 +363,34 @@ impl RewardModel {
     /// threading; bootstrap methods: `O(B d1)` per row, spread over the current rayon pool
     /// above 64 rows.
     pub fn reward_intervals(&self, phis: &[f64], alpha: f64) -> Vec<RewardInterval> {
-        use rayon::prelude::*;
-        if !self.calibration.uses_draws() {
-            return self.wald_intervals(phis, critical_value(alpha));
-        }
         let d1 = self.d1();
-        if phis.len() > 64 * d1 && rayon::current_thread_index().is_some() {
-            phis.par_chunks_exact(d1)
-                .map(|phi| self.reward_interval(phi, alpha))
-                .collect()
-        } else {
-            phis.chunks_exact(d1)
-                .map(|phi| self.reward_interval(phi, alpha))
-                .collect()
-        }
+        let estimates: Vec<f64> = phis.chunks_exact(d1).map(|phi| self.reward(phi)).collect();
+        self.calibration.rule().theta_intervals(
+            &estimates,
+            || self.reward_se_batch(phis),
+            |k| {
+                self.calibration
+                    .theta_projections(&phis[k * d1..(k + 1) * d1])
+            },
+            alpha,
+        )
     }
 
     /// Reward interval of one feature vector under the model's interval method (unchecked
     /// input; `alpha` in (0, 1)).
     pub fn reward_interval(&self, phi: &[f64], alpha: f64) -> RewardInterval {
-        if !self.calibration.uses_draws() {
-            return self.wald_interval(phi, critical_value(alpha));
-        }
-        let mut v = self.calibration.theta_projections(phi);
         self.calibration
-            .functional(self.reward(phi), &mut v, alpha, Target::Theta)
-    }
-
-    /// The paper's Wald reward intervals of `m` row-major feature vectors with a precomputed
-    /// critical value `q`, whatever the model's method (unchecked input; see
-    /// [`RewardModel::reward_se_batch`] for threading).
-    pub fn wald_intervals(&self, phis: &[f64], q: f64) -> Vec<RewardInterval> {
-        let d1 = self.d1();
-        let ses = self.reward_se_batch(phis);
-        phis.chunks_exact(d1)
-            .zip(ses)
-            .map(|(phi, se)| {
-                let reward = self.reward(phi);
-                RewardInterval {
-                    reward,
-                    se,
-                    lower: reward - q * se,
-                    upper: reward + q * se,
-                }
-            })
-            .collect()
+            .rule()
+            .estimate(
+                Functional {
+                    estimate: self.reward(phi),
+                    target: Target::Theta,
+                    wald_se: || self.reward_se(phi),
+                    draws: || self.calibration.theta_projections(phi),
+                },
+                alpha,
+            )
+            .interval
     }
 
     /// Reward, SE and `(1 - alpha)` CI of one answer with features `phi` (length d1).
@@ -431,7 +398,7 @@ impl RewardModel {
         check_alpha(alpha)?;
         self.check_features("phi", phi)?;
         let r = self.reward_interval(phi, alpha);
-        check_no_overflow("phi", 0, &[r.reward, r.se, r.lower, r.upper])?;
+        check_features_result("phi", 0, &[r.reward, r.se, r.lower, r.upper])?;
         Ok(r)
     }
 
@@ -448,7 +415,7 @@ impl RewardModel {
             .into_iter()
             .enumerate()
             .map(|(i, r)| {
-                check_no_overflow("phi", i, &[r.reward, r.se, r.lower, r.upper])?;
+                check_features_result("phi", i, &[r.reward, r.se, r.lower, r.upper])?;
                 Ok(r)
             })
             .collect()
@@ -468,19 +435,6 @@ impl RewardModel {
         rows.extend(values.iter().map(|&v| v.into()));
         check_finite(arg, &rows)?;
         Ok(rows)
-    }
-
-    /// The paper's Wald reward interval with a precomputed critical value `q`, whatever the
-    /// model's method (unchecked input).
-    pub fn wald_interval(&self, phi: &[f64], q: f64) -> RewardInterval {
-        let reward = self.reward(phi);
-        let se = self.reward_se(phi);
-        RewardInterval {
-            reward,
-            se,
-            lower: reward - q * se,
-            upper: reward + q * se,
-        }
     }
 
     /// Rationality `sigma_hat(x) = psi0 + gamma_hat . psi` of an annotator profile and its SE
@@ -503,18 +457,26 @@ impl RewardModel {
         check_alpha(alpha)?;
         let (sigma, se) = self.wald_rationality(psi0, psi)?;
         let cal = &self.calibration;
-        if !cal.uses_draws() {
-            let q = critical_value(alpha);
-            return Ok(RewardInterval {
-                reward: sigma,
-                se,
-                lower: sigma - q * se,
-                upper: sigma + q * se,
-            });
-        }
-        let mut v = cal.gamma_projections(psi0, psi);
-        let bias = dot(cal.gamma_bias(), psi);
-        Ok(cal.functional(sigma, &mut v, alpha, Target::Gamma { bias }))
+        let r = cal
+            .rule()
+            .estimate(
+                Functional {
+                    estimate: sigma,
+                    target: Target::Gamma {
+                        bias: dot(cal.gamma_bias(), psi),
+                    },
+                    wald_se: || se,
+                    draws: || cal.gamma_projections(psi0, psi),
+                },
+                alpha,
+            )
+            .interval;
+        check_result(
+            "psi",
+            rationality_interval_overflow,
+            &[r.reward, r.se, r.lower, r.upper],
+        )?;
+        Ok(r)
     }
 
     /// `(1 - alpha)` interval of `theta_j` under the model's interval method (`j < d1`): the
@@ -549,13 +511,7 @@ impl RewardModel {
         let sigma = psi0 + dot(&self.params.gamma, psi);
         let v = nalgebra::DVector::from_column_slice(psi);
         let se = (self.gamma_root.tr_mul(&v)).norm();
-        if !(sigma.is_finite() && se.is_finite()) {
-            return Err(Error::invalid(
-                "psi",
-                "psi0 and psi are so large that the rationality or its standard error overflows \
-                 a double; rescale them",
-            ));
-        }
+        check_result("psi", rationality_overflow, &[sigma, se])?;
         Ok((sigma, se))
     }
 }
@@ -668,21 +624,19 @@ fn psd_root(cov: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     Ok(root)
 }
 
-/// Finite features can still be so large (|phi| ~ 1e160 and up) that a reward, its SE or a
-/// bound overflows a double: that is reported as bad input naming `arg` and the row, never
-/// handed out as an infinite or NaN interval.
-pub(crate) fn check_no_overflow(arg: &str, row: usize, values: &[f64]) -> Result<()> {
-    if values.iter().all(|v| v.is_finite()) {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            arg,
-            format!(
-                "row {row}: the features are so large that the reward, its standard error or a \
-                 confidence bound overflows a double; rescale them"
-            ),
-        ))
-    }
+/// Why a rationality is refused: it or its SE is not finite.
+fn rationality_overflow() -> String {
+    "psi0 and psi are so large that the rationality or its standard error overflows a double; \
+     rescale them"
+        .to_string()
+}
+
+/// Why a rationality interval is refused: a bound or the calibrated estimate is not finite.
+fn rationality_interval_overflow() -> String {
+    "the rationality of psi0 and psi under the model's interval method (its calibrated estimate, \
+     standard error or a confidence bound) overflows a double: psi0 and psi are too large or the \
+     model's calibration figures extreme"
+        .to_string()
 }
 
 /// A model fitted (1 thread, expected covariance) to the paper's §6.1 uniform design with `n`

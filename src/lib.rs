@@ -62,6 +62,7 @@ pub mod ffi;
 pub mod fit;
 pub mod fitted;
 pub mod inference;
+mod interval;
 pub mod io;
 #[doc(hidden)]
 pub mod likelihood;

@@ -1,11 +1,12 @@
 //! Decisions from a fitted model: reward differences with verdicts (SPEC §3), win rates, and
 //! Best-of-N / pessimistic Best-of-N selection (SPEC §4).
 
+#[cfg(test)]
 use crate::calibrate::IntervalMethod;
 use crate::codes::coded_enum;
 use crate::error::{check_alpha, check_finite, Error, Result};
-use crate::fitted::{check_no_overflow, RewardInterval, RewardModel};
-use crate::stats::{critical_value, two_sided_p_value};
+use crate::fitted::{RewardInterval, RewardModel};
+use crate::interval::{check_features_result, Functional, PruneBound, Target};
 
 coded_enum! {
     /// How the variance of a reward difference `D = r(a0) - r(a1)` is computed.
@@ -80,46 +81,29 @@ pub fn compare_unchecked(
     alpha: f64,
     method: DiffMethod,
 ) -> Comparison {
-    let diff = model.reward(phi0) - model.reward(phi1);
     let cal = model.calibration();
-    if cal.uses_draws() {
-        let delta: Vec<f64> = phi0.iter().zip(phi1).map(|(a, b)| a - b).collect();
-        let mut v = cal.theta_projections(&delta);
-        let ci = cal.functional(diff, &mut v, alpha, crate::calibrate::Target::Theta);
-        return Comparison {
-            diff: ci.reward,
-            se: ci.se,
-            lower: ci.lower,
-            upper: ci.upper,
-            p_value: cal.p_value(&ci, &v),
-            verdict: verdict(ci.lower, ci.upper),
-        };
-    }
-    let q = critical_value(alpha);
-    let se = match method {
-        DiffMethod::Exact => {
-            let delta: Vec<f64> = phi0.iter().zip(phi1).map(|(a, b)| a - b).collect();
-            model.reward_se(&delta)
-        }
-        DiffMethod::Independent => model.reward_se(phi0).hypot(model.reward_se(phi1)),
-        DiffMethod::Bound => model.reward_se(phi0) + model.reward_se(phi1),
-    };
-    let (lower, upper) = (diff - q * se, diff + q * se);
-    let verdict = verdict(lower, upper);
-    let p_value = if se > 0.0 {
-        two_sided_p_value(diff / se)
-    } else if diff == 0.0 {
-        1.0
-    } else {
-        0.0
-    };
+    let delta = || -> Vec<f64> { phi0.iter().zip(phi1).map(|(a, b)| a - b).collect() };
+    let e = cal.rule().estimate(
+        Functional {
+            estimate: model.reward(phi0) - model.reward(phi1),
+            target: Target::Theta,
+            wald_se: || match method {
+                DiffMethod::Exact => model.reward_se(&delta()),
+                DiffMethod::Independent => model.reward_se(phi0).hypot(model.reward_se(phi1)),
+                DiffMethod::Bound => model.reward_se(phi0) + model.reward_se(phi1),
+            },
+            draws: || cal.theta_projections(&delta()),
+        },
+        alpha,
+    );
+    let ci = e.interval;
     Comparison {
-        diff,
-        se,
-        lower,
-        upper,
-        p_value,
-        verdict,
+        diff: ci.reward,
+        se: ci.se,
+        lower: ci.lower,
+        upper: ci.upper,
+        p_value: e.p_value,
+        verdict: verdict(ci.lower, ci.upper),
     }
 }
 
@@ -138,7 +122,7 @@ impl Comparison {
     /// Errors (naming `phi0`, `phi1` and `row`) when features so large that the difference, its
     /// SE or a bound overflowed made any figure non-finite.
     pub fn check_finite(&self, row: usize) -> Result<()> {
-        check_no_overflow(
+        check_features_result(
             "phi0`, `phi1",
             row,
             &[self.diff, self.se, self.lower, self.upper, self.p_value],
@@ -257,7 +241,7 @@ fn checked_candidates<T: Copy + Into<f64>>(
         }
         check_finite("penalty", pen)?;
     }
-    Ok((rows, critical_value(alpha)))
+    Ok((rows, model.calibration().rule().quantile(alpha)))
 }
 
 /// A candidate's figures under `policy`, checked for overflow (row `k` in the message).
@@ -277,7 +261,7 @@ fn candidate(
         score: base - penalty,
     };
     let i = &c.interval;
-    check_no_overflow("phi", k, &[i.reward, i.se, i.lower, i.upper, c.score])?;
+    check_features_result("phi", k, &[i.reward, i.se, i.lower, i.upper, c.score])?;
     Ok(c)
 }
 
@@ -326,7 +310,7 @@ pub fn select_best<T: Copy + Into<f64>>(
             se_computed: all.candidates.len(),
         })
     };
-    let Some(bounds) = SpreadBounds::of(model) else {
+    let Some(bounds) = prune_bound(model) else {
         return every(model);
     };
     let (rows, q) = checked_candidates(model, phis, penalties, alpha)?;
@@ -344,27 +328,24 @@ pub fn select_best<T: Copy + Into<f64>>(
     // Upper bounds of the score: center - penalty (the BoN score itself).
     let bound: Vec<f64> = (0..n_cand).map(|k| centers[k] - pen(k)).collect();
     let evaluate = |batch: &[usize]| -> Vec<RewardInterval> {
-        if model.calibration().uses_draws() {
-            return batch
-                .iter()
-                .map(|&k| model.reward_interval(&rows[k * d1..(k + 1) * d1], alpha))
-                .collect();
-        }
         let mut batch_rows = Vec::with_capacity(batch.len() * d1);
         for &k in batch {
             batch_rows.extend_from_slice(&rows[k * d1..(k + 1) * d1]);
         }
-        let ses = model.reward_se_batch(&batch_rows);
-        batch
+        let estimates: Vec<f64> = batch
             .iter()
-            .zip(ses)
-            .map(|(&k, se)| RewardInterval {
-                reward: centers[k],
-                se,
-                lower: centers[k] - q * se,
-                upper: centers[k] + q * se,
-            })
-            .collect()
+            .map(|&k| model.reward(&rows[k * d1..(k + 1) * d1]))
+            .collect();
+        model.calibration().rule().theta_intervals(
+            &estimates,
+            || model.reward_se_batch(&batch_rows),
+            |i| {
+                model
+                    .calibration()
+                    .theta_projections(&batch_rows[i * d1..(i + 1) * d1])
+            },
+            alpha,
+        )
     };
     if policy == Policy::Bon {
         let mut index = 0;
@@ -429,59 +410,20 @@ pub fn select_best<T: Copy + Into<f64>>(
     })
 }
 
-/// What [`select_best`] needs to prune under the model's interval method: how the centre of
-/// an interval is computed, and bounds that prove a candidate's interval cannot overflow.
-struct SpreadBounds {
-    /// The centre is `r_hat / center_divisor` (1 for Wald, `alpha_hat` for resized).
-    center_divisor: f64,
-    /// Every intermediate of the SE of `phi` is at most `||phi|| * raw` in magnitude.
-    raw: f64,
-    /// The SE of `phi` is at most `||phi|| * se`.
-    se: f64,
-}
-
-impl SpreadBounds {
-    /// `None` when pruning is not valid (the percentile bootstrap).
-    fn of(model: &RewardModel) -> Option<Self> {
-        let cal = model.calibration();
-        match cal.method() {
-            // se = ||L^T phi|| <= ||L||_F ||phi||, and so is every partial sum of L^T phi.
-            IntervalMethod::Wald => {
-                let frobenius = model.theta_se().iter().map(|s| s * s).sum::<f64>().sqrt();
-                Some(SpreadBounds {
-                    center_divisor: 1.0,
-                    raw: frobenius,
-                    se: frobenius,
-                })
-            }
-            // |theta*_b . phi| <= max_b ||theta*_b|| ||phi|| = V; the draws' SD <= sqrt(2) 2V.
-            IntervalMethod::Resized => {
-                let max_norm = cal
-                    .theta_draws()
-                    .chunks_exact(model.d1())
-                    .map(|row| row.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>())
-                    .fold(0.0f64, f64::max)
-                    .sqrt();
-                Some(SpreadBounds {
-                    center_divisor: cal.alpha_hat(),
-                    raw: max_norm,
-                    se: 3.0 * max_norm / cal.alpha_hat(),
-                })
-            }
-            IntervalMethod::Bootstrap | IntervalMethod::Auto => None,
-        }
-    }
-
-    /// True when no figure of this candidate's interval and score can overflow: every
-    /// intermediate below 1e140 in magnitude (its square and a sum of 1e5 squares stay
-    /// finite) and `|center| + q se + |penalty|` below 1e300. Ordinary features are far inside.
-    fn safe(&self, phi: &[f64], center: f64, penalty: f64, q: f64) -> bool {
-        let max_abs = phi.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let norm = max_abs * (phi.len() as f64).sqrt();
-        norm * self.raw < 1e140
-            && norm * self.se < 1e140
-            && center.abs() + q * norm * self.se + penalty.abs() < 1e300
-    }
+/// What [`select_best`] needs to prune under the model's interval rule; `None` when pruning
+/// is not valid.
+fn prune_bound(model: &RewardModel) -> Option<PruneBound> {
+    let cal = model.calibration();
+    cal.rule().prune_bound(
+        || model.theta_se().iter().map(|s| s * s).sum::<f64>().sqrt(),
+        || {
+            cal.theta_draws()
+                .chunks_exact(model.d1())
+                .map(|row| row.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>())
+                .fold(0.0f64, f64::max)
+                .sqrt()
+        },
+    )
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@
 //! A [`Calibration`] holds the refits' draws of theta and gamma in `f32` (`B x d1` and
 //! `B x d2`): scoring an answer costs `O(B d1)` ([`Calibration::theta_projections`]) and any
 //! linear functional (a reward, a difference of rewards, a coefficient, a rationality) gets
-//! its interval from the same draws ([`Calibration::functional`]), so differences are exact.
+//! its interval from the same draws (by the one interval rule, `src/interval.rs`), so differences are exact.
 //! Everything is deterministic for a seed whatever the thread count: draw `b` has its own
 //! random stream and the draws are collected in order.
 
@@ -34,10 +34,12 @@ use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::{FitOptions, FitReport, Termination};
-use crate::fitted::{RewardInterval, RewardModel};
+use crate::fitted::RewardModel;
+use crate::interval::Rule;
+pub use crate::interval::Target;
+pub use crate::interval::{quantile_sorted, sample_sd};
 use crate::linalg::dot_f32;
 use crate::model::Params;
-use crate::stats::critical_value;
 use std::sync::atomic::AtomicBool;
 
 coded_enum! {
@@ -146,21 +148,6 @@ pub struct Calibration {
     theta_draws: Vec<f32>,
     /// `B x d2`, row-major.
     gamma_draws: Vec<f32>,
-}
-
-/// Which kind of linear functional an interval is for (the resized bootstrap corrects theta
-/// and gamma differently).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Target {
-    /// A functional of theta (a reward, a difference, a coefficient): resized divides the
-    /// estimate and the spread by `alpha_hat`.
-    Theta,
-    /// A functional of gamma: resized subtracts `bias` (the functional applied to the
-    /// estimated bias of gamma_hat).
-    Gamma {
-        /// The functional applied to [`Calibration::gamma_bias`].
-        bias: f64,
-    },
 }
 
 impl Calibration {
@@ -293,7 +280,21 @@ impl Calibration {
     }
     /// True for the bootstrap methods (intervals come from the stored draws).
     pub fn uses_draws(&self) -> bool {
-        self.method != IntervalMethod::Wald
+        self.rule().uses_draws()
+    }
+
+    /// The interval rule of [`Calibration::method`]: every consumer's intervals, p-values and
+    /// pruning bounds come from it ([`crate::interval`]).
+    pub(crate) fn rule(&self) -> Rule {
+        match self.method {
+            IntervalMethod::Wald => Rule::Wald,
+            IntervalMethod::Bootstrap => Rule::Percentile,
+            IntervalMethod::Resized => Rule::Resized {
+                alpha_hat: self.alpha_hat,
+            },
+            // Checked at construction (`from_parts`, `calibrate`): never stored.
+            IntervalMethod::Auto => unreachable!("a calibration's method is resolved"),
+        }
     }
     /// Number of bootstrap refits B (0 for Wald).
     pub fn reps(&self) -> usize {
@@ -353,85 +354,6 @@ impl Calibration {
             .map(|row| psi0 + dot_f32(psi, row))
             .collect()
     }
-
-    /// The `(1 - alpha)` interval of a linear functional with estimate `hat` whose values at
-    /// the draws are `projections` (reordered in place): percentile for the bootstrap,
-    /// `hat / alpha_hat +- q SD / alpha_hat` (theta) or `hat - bias +- q SD` (gamma) for the
-    /// resized bootstrap; `se` is the draws' SD on the reported scale. Only for the bootstrap
-    /// methods (Wald intervals come from the model's covariance).
-    pub fn functional(
-        &self,
-        hat: f64,
-        projections: &mut [f64],
-        alpha: f64,
-        target: Target,
-    ) -> RewardInterval {
-        let sd = sample_sd(projections);
-        match self.method {
-            IntervalMethod::Resized => {
-                let (center, se) = match target {
-                    Target::Theta => (hat / self.alpha_hat, sd / self.alpha_hat),
-                    Target::Gamma { bias } => (hat - bias, sd),
-                };
-                let q = critical_value(alpha);
-                RewardInterval {
-                    reward: center,
-                    se,
-                    lower: center - q * se,
-                    upper: center + q * se,
-                }
-            }
-            _ => {
-                projections.sort_unstable_by(f64::total_cmp);
-                RewardInterval {
-                    reward: hat,
-                    se: sd,
-                    lower: quantile_sorted(projections, alpha / 2.0),
-                    upper: quantile_sorted(projections, 1.0 - alpha / 2.0),
-                }
-            }
-        }
-    }
-
-    /// Two-sided p-value of "functional = 0" consistent with [`Calibration::functional`]'s
-    /// interval: the percentile bootstrap's `2 min(#{v_b <= 0}, #{v_b >= 0}) / B` (capped at 1),
-    /// the normal p-value of `center / se` for the resized bootstrap.
-    pub fn p_value(&self, interval: &RewardInterval, projections: &[f64]) -> f64 {
-        match self.method {
-            IntervalMethod::Resized => {
-                if interval.se > 0.0 {
-                    crate::stats::two_sided_p_value(interval.reward / interval.se)
-                } else if interval.reward == 0.0 {
-                    1.0
-                } else {
-                    0.0
-                }
-            }
-            _ => {
-                let below = projections.iter().filter(|&&v| v <= 0.0).count();
-                let above = projections.iter().filter(|&&v| v >= 0.0).count();
-                (2.0 * below.min(above) as f64 / projections.len().max(1) as f64).min(1.0)
-            }
-        }
-    }
-}
-
-/// Sample standard deviation (`B - 1` denominator; 0 for fewer than two values).
-pub fn sample_sd(v: &[f64]) -> f64 {
-    if v.len() < 2 {
-        return 0.0;
-    }
-    let m = v.iter().sum::<f64>() / v.len() as f64;
-    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
-}
-
-/// The `p`-quantile of sorted values, linear interpolation between order statistics (type 7:
-/// `h = (B - 1) p`).
-pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
-    let h = (sorted.len() - 1) as f64 * p.clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(sorted.len() - 1);
-    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
 /// The figures every fit reports about its intervals (issue 11): `d1 / n`, whether the MLE is
@@ -530,7 +452,7 @@ pub fn calibrate(
     options.check()?;
     let method = match options.method {
         IntervalMethod::Auto => auto_pick(data.n(), data.d1(), data.d2()),
-        m => m,
+        m @ (IntervalMethod::Wald | IntervalMethod::Bootstrap | IntervalMethod::Resized) => m,
     };
     estimator.check(data.d1(), data.d2())?;
     let settings = draws::Settings::new(data, estimator, cancel);

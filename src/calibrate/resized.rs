@@ -13,7 +13,7 @@
 //! 3. **Inflation.** `alpha_hat = <mean theta*, s theta_hat> / ||s theta_hat||^2`; the bias of
 //!    gamma `mean gamma* - gamma_hat`.
 //!
-//! Intervals (see [`super::Calibration::functional`]): `theta_hat . phi / alpha_hat +- q
+//! Intervals (see `src/interval.rs`): `theta_hat . phi / alpha_hat +- q
 //! SD*(phi) / alpha_hat`, `gamma_hat . psi - bias . psi +- q SD*(psi)`.
 
 use super::draws::{column_means, parametric, Draws, Settings, Stream};

@@ -2,6 +2,7 @@ use super::*;
 use crate::fit::{FitControl, FitOptions};
 use crate::inference::CovarianceKind;
 use crate::sim::{homogeneous, paper_simulation, ActionDesign};
+use crate::stats::critical_value;
 
 fn fit(data: &Dataset, method: IntervalMethod, reps: Option<usize>, threads: usize) -> RewardModel {
     let options = FitOptions {
@@ -173,13 +174,18 @@ fn every_consumer_uses_the_draws_and_differences_are_exact() {
     assert_eq!(r.reward, model.reward(&phi0));
     // Compare: the interval of theta* . (phi0 - phi1), whatever the variance method.
     let delta: Vec<f64> = phi0.iter().zip(&phi1).map(|(a, b)| a - b).collect();
-    let mut dv = cal.theta_projections(&delta);
-    let want = cal.functional(
-        model.reward(&phi0) - model.reward(&phi1),
-        &mut dv,
-        0.05,
-        Target::Theta,
-    );
+    let want = cal
+        .rule()
+        .estimate(
+            crate::interval::Functional {
+                estimate: model.reward(&phi0) - model.reward(&phi1),
+                target: Target::Theta,
+                wald_se: || unreachable!(),
+                draws: || cal.theta_projections(&delta),
+            },
+            0.05,
+        )
+        .interval;
     for method in [
         crate::select::DiffMethod::Exact,
         crate::select::DiffMethod::Independent,

@@ -1,5 +1,6 @@
 use super::*;
 use crate::select::{compare, DiffMethod};
+use crate::stats::{critical_value, two_sided_p_value};
 
 fn model(method: IntervalMethod) -> RewardModel {
     crate::fitted::simulated_model(300, 21, method, 40, 3)

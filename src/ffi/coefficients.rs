@@ -129,8 +129,8 @@ pub extern "C" fn hetreward_model_coefficients(
             let rows: Vec<hetreward_coefficient> = blocks
                 .iter()
                 .flat_map(|&b| (0..len(&b)).map(move |i| (b, i)))
-                .map(|(b, i)| (&coefficients::coefficient_unchecked(m, b, i, alpha)).into())
-                .collect();
+                .map(|(b, i)| Ok((&coefficients::coefficient(m, b, i, alpha)?).into()))
+                .collect::<Result<_, Error>>()?;
             // SAFETY: `out_rows` holds capacity >= count elements (header contract).
             unsafe { write_zero_padded(out, &rows) };
         }

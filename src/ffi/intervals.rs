@@ -415,4 +415,52 @@ mod tests {
             HETREWARD_NULL_POINTER
         );
     }
+
+    /// Issue 22, item 2: a resized-bootstrap model file with a valid checksum and a finite gamma
+    /// bias of +-1e308 loads, and the rationality interval it would give is infinite: the C API
+    /// answers INVALID_ARGUMENT naming `psi`, never HETREWARD_OK with inf / NaN.
+    #[test]
+    fn a_crafted_gamma_bias_is_an_error_naming_psi_never_an_infinite_interval() {
+        use super::super::model::hetreward_model_load_buffer;
+        use crate::calibrate::IntervalMethod;
+        let model = crate::fitted::simulated_model(300, 5, IntervalMethod::Resized, 20, 1);
+        let bytes = crate::io::model_file::to_bytes(&model);
+        let (d1, d2) = (model.d1(), model.d2());
+        // docs/model-format.md: 20-byte header; the interval section (50 bytes before the
+        // bias) follows theta, gamma, the packed factor of Cov(theta) and Cov(gamma).
+        let bias_at = 20 + 76 + 8 * (d1 * (d1 + 3) / 2 + d2 * (d2 + 1)) + 50;
+        let stored = f64::from_le_bytes(bytes[bias_at..bias_at + 8].try_into().unwrap());
+        assert_eq!(stored, model.calibration().gamma_bias()[0]);
+        let psi = vec![1.0; d2];
+        for bias in [1e308f64, -1e308] {
+            let mut crafted = bytes.clone();
+            for k in 0..d2 {
+                crafted[bias_at + 8 * k..bias_at + 8 * (k + 1)]
+                    .copy_from_slice(&bias.to_le_bytes());
+            }
+            let end = crafted.len() - 4;
+            let crc = crc32fast::hash(&crafted[20..end]);
+            crafted[end..].copy_from_slice(&crc.to_le_bytes());
+            let mut loaded = null_mut();
+            let s = hetreward_model_load_buffer(crafted.as_ptr(), crafted.len(), &mut loaded);
+            assert_eq!(s, HETREWARD_OK, "{}", last_error());
+            let mut out = hetreward_reward {
+                reward: 7.0,
+                se: 7.0,
+                lower: 7.0,
+                upper: 7.0,
+            };
+            let s =
+                hetreward_model_rationality_interval(loaded, 1.0, psi.as_ptr(), d2, 0.05, &mut out);
+            assert_eq!(s, HETREWARD_INVALID_ARGUMENT, "bias {bias}: {out:?}");
+            let message = last_error();
+            assert!(
+                message.contains("`psi`") && message.contains("overflows"),
+                "{message}"
+            );
+            // Nothing was written.
+            assert_eq!((out.reward, out.lower), (7.0, 7.0));
+            hetreward_model_free(loaded);
+        }
+    }
 }

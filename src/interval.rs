@@ -1,0 +1,392 @@
+//! The one interval rule: how the interval, the SE and the p-value of any linear functional of
+//! the estimate (a reward, a difference, a coefficient, a rationality) are made from its
+//! estimate and either its Wald SE or its values at the bootstrap draws, how a selection may
+//! prune, and the check every result passes.
+//!
+//! Every consumer ([`crate::fitted`], [`crate::select`], [`crate::coefficients`]) describes its
+//! functional ([`Functional`]: estimate, target, and how to get its Wald SE and its draws, both
+//! lazily) and asks the model's [`Rule`]; the rule's `match`es are exhaustive and written only
+//! here, so a new interval method is a compile error here, and in
+//! [`crate::calibrate::Calibration::rule`], until it is given an interval, a p-value and a
+//! pruning bound. `estimate +- q se` is built in one place ([`RewardInterval::symmetric`]).
+//!
+//! A leaf: it imports only the error type and the normal distribution.
+
+use crate::error::{Error, Result};
+use crate::stats::{critical_value, two_sided_p_value};
+
+/// A point reward (or any linear functional) with its standard error and `(1 - alpha)`
+/// confidence interval, under the model's interval method.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RewardInterval {
+    /// The estimate: `r_hat = theta_hat . phi` (Wald, bootstrap); `r_hat / alpha_hat`, the
+    /// de-inflated reward (resized bootstrap).
+    pub reward: f64,
+    /// Wald: `se(phi) = sqrt(phi^T S_theta^2 phi / n)`; bootstrap methods: the SD of the
+    /// refits' rewards (on the reported scale).
+    pub se: f64,
+    /// Lower end: `reward - q_{1-alpha/2} se` (Wald, resized), the `alpha/2` quantile of the
+    /// refits' rewards (bootstrap). Also the pessimistic reward of pBoN.
+    pub lower: f64,
+    /// Upper end, likewise.
+    pub upper: f64,
+}
+
+impl RewardInterval {
+    /// `center +- q se`: the only place a symmetric interval is built.
+    pub(crate) fn symmetric(center: f64, se: f64, q: f64) -> Self {
+        RewardInterval {
+            reward: center,
+            se,
+            lower: center - q * se,
+            upper: center + q * se,
+        }
+    }
+}
+
+/// Which kind of linear functional an interval is for (the resized bootstrap corrects theta
+/// and gamma differently).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Target {
+    /// A functional of theta (a reward, a difference, a coefficient): resized divides the
+    /// estimate and the spread by `alpha_hat`.
+    Theta,
+    /// A functional of gamma: resized subtracts `bias` (the functional applied to the
+    /// estimated bias of gamma_hat).
+    Gamma {
+        /// The functional applied to the calibration's gamma bias.
+        bias: f64,
+    },
+}
+
+/// How a model's intervals are made: one variant per interval method, with what it needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Rule {
+    /// `estimate +- z_{1-alpha/2} se` with the Wald SE; the normal p-value of `estimate / se`.
+    Wald,
+    /// The percentile interval of the draws' values; the bootstrap p-value
+    /// `2 min(#{v_b <= 0}, #{v_b >= 0}) / B`; the SE is the draws' SD.
+    Percentile,
+    /// The resized bootstrap: `center +- z SD` with `center = hat / alpha_hat`, `SD = SD* /
+    /// alpha_hat` (theta) or `center = hat - bias`, `SD = SD*` (gamma); the normal p-value.
+    Resized {
+        /// The inflation estimate `alpha_hat` (> 0).
+        alpha_hat: f64,
+    },
+}
+
+/// A linear functional as the rule needs it: its estimate and target, and how to get its Wald
+/// SE and its values at the draws (each computed only if the rule asks for it).
+pub(crate) struct Functional<S, D> {
+    /// `theta_hat . phi`, `psi0 + gamma_hat . psi`, ...
+    pub estimate: f64,
+    /// Theta or gamma (with its bias).
+    pub target: Target,
+    /// The Wald SE.
+    pub wald_se: S,
+    /// The functional's value at every draw.
+    pub draws: D,
+}
+
+/// An interval with the p-value of "functional = 0" consistent with it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Estimate {
+    /// Estimate, SE and interval.
+    pub interval: RewardInterval,
+    /// Two-sided p-value.
+    pub p_value: f64,
+}
+
+/// What a selection needs to prune: the centre of an interval is `r_hat / center_divisor`
+/// with the lower bound `center - q se` for an `se >= 0`, and bounds that prove a candidate's
+/// interval cannot overflow.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PruneBound {
+    /// The centre is `r_hat / center_divisor` (1 for Wald, `alpha_hat` for resized).
+    pub center_divisor: f64,
+    /// Every intermediate of the SE of `phi` is at most `||phi|| * raw` in magnitude.
+    pub raw: f64,
+    /// The SE of `phi` is at most `||phi|| * se`.
+    pub se: f64,
+}
+
+impl PruneBound {
+    /// True when no figure of this candidate's interval and score can overflow: every
+    /// intermediate below 1e140 in magnitude (its square and a sum of 1e5 squares stay
+    /// finite) and `|center| + q se + |penalty|` below 1e300. Ordinary features are far inside.
+    pub(crate) fn safe(&self, phi: &[f64], center: f64, penalty: f64, q: f64) -> bool {
+        let max_abs = phi.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let norm = max_abs * (phi.len() as f64).sqrt();
+        norm * self.raw < 1e140
+            && norm * self.se < 1e140
+            && center.abs() + q * norm * self.se + penalty.abs() < 1e300
+    }
+}
+
+impl Rule {
+    /// True for the rules that read the bootstrap draws.
+    pub(crate) fn uses_draws(&self) -> bool {
+        match self {
+            Rule::Wald => false,
+            Rule::Percentile | Rule::Resized { .. } => true,
+        }
+    }
+
+    /// The critical value the rule's symmetric intervals use at level `alpha` (every method's
+    /// today is the normal's; a t rule with `df` degrees of freedom would return its own).
+    pub(crate) fn quantile(&self, alpha: f64) -> f64 {
+        match self {
+            Rule::Wald | Rule::Percentile | Rule::Resized { .. } => critical_value(alpha),
+        }
+    }
+
+    /// The `(1 - alpha)` interval and p-value of `f` (unchecked: see [`check_result`]).
+    pub(crate) fn estimate<S, D>(&self, f: Functional<S, D>, alpha: f64) -> Estimate
+    where
+        S: FnOnce() -> f64,
+        D: FnOnce() -> Vec<f64>,
+    {
+        match *self {
+            Rule::Wald => {
+                let interval =
+                    RewardInterval::symmetric(f.estimate, (f.wald_se)(), self.quantile(alpha));
+                Estimate {
+                    interval,
+                    p_value: normal_p_value(&interval),
+                }
+            }
+            Rule::Percentile => {
+                let mut v = (f.draws)();
+                let sd = sample_sd(&v);
+                v.sort_unstable_by(f64::total_cmp);
+                let below = v.iter().filter(|&&x| x <= 0.0).count();
+                let above = v.iter().filter(|&&x| x >= 0.0).count();
+                Estimate {
+                    interval: RewardInterval {
+                        reward: f.estimate,
+                        se: sd,
+                        lower: quantile_sorted(&v, alpha / 2.0),
+                        upper: quantile_sorted(&v, 1.0 - alpha / 2.0),
+                    },
+                    p_value: (2.0 * below.min(above) as f64 / v.len().max(1) as f64).min(1.0),
+                }
+            }
+            Rule::Resized { alpha_hat } => {
+                let sd = sample_sd(&(f.draws)());
+                let (center, se) = match f.target {
+                    Target::Theta => (f.estimate / alpha_hat, sd / alpha_hat),
+                    Target::Gamma { bias } => (f.estimate - bias, sd),
+                };
+                let interval = RewardInterval::symmetric(center, se, self.quantile(alpha));
+                Estimate {
+                    interval,
+                    p_value: normal_p_value(&interval),
+                }
+            }
+        }
+    }
+
+    /// Intervals of many reward functionals at once: `estimates[k]`, the Wald SEs of all of
+    /// them (`wald_ses`, one batched pass) or the draws of each (`draws(k)`), as the rule needs.
+    pub(crate) fn theta_intervals(
+        &self,
+        estimates: &[f64],
+        wald_ses: impl FnOnce() -> Vec<f64>,
+        draws: impl Fn(usize) -> Vec<f64> + Sync,
+        alpha: f64,
+    ) -> Vec<RewardInterval> {
+        use rayon::prelude::*;
+        match self {
+            Rule::Wald => {
+                let q = self.quantile(alpha);
+                estimates
+                    .iter()
+                    .zip(wald_ses())
+                    .map(|(&r, se)| RewardInterval::symmetric(r, se, q))
+                    .collect()
+            }
+            Rule::Percentile | Rule::Resized { .. } => {
+                let one = |k: usize| {
+                    self.estimate(
+                        Functional {
+                            estimate: estimates[k],
+                            target: Target::Theta,
+                            wald_se: || unreachable!("a draws rule asks for no Wald SE"),
+                            draws: || draws(k),
+                        },
+                        alpha,
+                    )
+                    .interval
+                };
+                if estimates.len() > 64 && rayon::current_thread_index().is_some() {
+                    (0..estimates.len()).into_par_iter().map(one).collect()
+                } else {
+                    (0..estimates.len()).map(one).collect()
+                }
+            }
+        }
+    }
+
+    /// The pruning bound of a selection under this rule (`None`: pruning is not valid, as
+    /// under the percentile bootstrap, whose lower bound is a quantile of the draws and may
+    /// exceed the point reward). `wald_frobenius` is `||L||_F`; `max_draw_norm` is `max_b
+    /// ||theta*_b||`.
+    pub(crate) fn prune_bound(
+        &self,
+        wald_frobenius: impl FnOnce() -> f64,
+        max_draw_norm: impl FnOnce() -> f64,
+    ) -> Option<PruneBound> {
+        match *self {
+            // se = ||L^T phi|| <= ||L||_F ||phi||, and so is every partial sum of L^T phi.
+            Rule::Wald => {
+                let frobenius = wald_frobenius();
+                Some(PruneBound {
+                    center_divisor: 1.0,
+                    raw: frobenius,
+                    se: frobenius,
+                })
+            }
+            // |theta*_b . phi| <= max_b ||theta*_b|| ||phi|| = V; the draws' SD <= sqrt(2) 2V.
+            Rule::Resized { alpha_hat } => {
+                let max_norm = max_draw_norm();
+                Some(PruneBound {
+                    center_divisor: alpha_hat,
+                    raw: max_norm,
+                    se: 3.0 * max_norm / alpha_hat,
+                })
+            }
+            Rule::Percentile => None,
+        }
+    }
+}
+
+/// The normal two-sided p-value of `reward / se` (1 for `0 / 0`, 0 for a non-zero estimate
+/// with no spread).
+fn normal_p_value(i: &RewardInterval) -> f64 {
+    if i.se > 0.0 {
+        two_sided_p_value(i.reward / i.se)
+    } else if i.reward == 0.0 {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// Sample standard deviation (`B - 1` denominator; 0 for fewer than two values).
+pub fn sample_sd(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+}
+
+/// The `p`-quantile of sorted values, linear interpolation between order statistics (type 7:
+/// `h = (B - 1) p`).
+pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
+    let h = (sorted.len() - 1) as f64 * p.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// The one result check of every interval path (reward, difference, coefficient, rationality,
+/// selection bound, under every method): an estimate, SE, bound, p-value or score that is not
+/// finite is bad input naming `arg` (what caused it: `phi`, `psi`, `model`, ...) with
+/// `detail`, never handed out.
+pub(crate) fn check_result(
+    arg: &str,
+    detail: impl FnOnce() -> String,
+    values: &[f64],
+) -> Result<()> {
+    if values.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(Error::invalid(arg, detail()))
+    }
+}
+
+/// [`check_result`] of figures computed from feature rows (scores, differences, selection
+/// bounds): names `arg` and the row.
+pub(crate) fn check_features_result(arg: &str, row: usize, values: &[f64]) -> Result<()> {
+    check_result(
+        arg,
+        || {
+            format!(
+                "row {row}: the features are so large that the reward, its standard error or a \
+                 confidence bound overflows a double; rescale them"
+            )
+        },
+        values,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::calibrate::{Calibration, IntervalMethod};
+    use crate::select::{compare, select, select_best, DiffMethod, Policy};
+
+    /// The one result check is on every interval path (issue 22, item 2): a calibration whose
+    /// figures are finite but extreme (alpha_hat = 1e-310, a gamma bias of 1e308) makes every
+    /// functional overflow, and each path answers with an error naming its input, never an
+    /// infinite or NaN figure. The same model with Wald intervals is unaffected.
+    #[test]
+    fn every_interval_path_refuses_a_non_finite_result() {
+        let model = crate::fitted::simulated_model(300, 5, IntervalMethod::Resized, 20, 1);
+        let (d1, d2) = (model.d1(), model.d2());
+        let c = model.calibration();
+        let extreme = Calibration::from_parts(
+            c.requested(),
+            c.method(),
+            c.reps(),
+            c.seed(),
+            c.diverged(),
+            [c.shrink(), 1e-310, c.c_hat()],
+            vec![1e308; d2],
+            c.theta_draws().to_vec(),
+            c.gamma_draws().to_vec(),
+            d1,
+            d2,
+        )
+        .unwrap();
+        let m = model.clone().with_calibration(extreme).unwrap();
+        let phi = [1.0, 0.5, 0.25];
+        let other = [0.25, -0.5, 1.0];
+        let named = |e: crate::Error, arg: &str| {
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!("`{arg}`")) && text.contains("overflows"),
+                "{text}"
+            );
+        };
+        named(m.score(&phi, 0.05).unwrap_err(), "phi");
+        named(
+            m.score_batch(&[phi, other].concat(), 0.05).unwrap_err(),
+            "phi",
+        );
+        named(
+            compare(&m, &phi, &other, 0.05, DiffMethod::Exact).unwrap_err(),
+            "phi1",
+        );
+        for policy in [Policy::Bon, Policy::Pbon] {
+            let phis = [phi, other].concat();
+            named(select(&m, &phis, None, 0.05, policy).unwrap_err(), "phi");
+            named(
+                select_best(&m, &phis, None, 0.05, policy).unwrap_err(),
+                "phi",
+            );
+        }
+        named(m.coefficients(0.05).unwrap_err(), "model");
+        named(
+            m.rationality_interval(1.0, &vec![2.0; d2], 0.05)
+                .unwrap_err(),
+            "psi",
+        );
+        // The paper's Wald intervals of the same model are finite.
+        let wald = m.wald();
+        assert!(wald.score(&phi, 0.05).is_ok());
+        assert!(compare(&wald, &phi, &other, 0.05, DiffMethod::Exact).is_ok());
+        assert!(wald.coefficients(0.05).is_ok());
+        assert!(wald.rationality_interval(1.0, &vec![2.0; d2], 0.05).is_ok());
+    }
+}
