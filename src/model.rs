@@ -118,7 +118,7 @@ pub fn sample_terms(t: f64, sigma: f64, y: f64) -> SampleTerms {
 /// [`sample_terms`]'s, `loss` is NaN. It skips the logarithm, an opaque library call that the
 /// compiler cannot drop when the loss goes unused.
 #[inline]
-pub fn sample_terms_without_loss(t: f64, sigma: f64, y: f64) -> SampleTerms {
+pub(crate) fn sample_terms_without_loss(t: f64, sigma: f64, y: f64) -> SampleTerms {
     logistic_terms(t, sigma, y).2
 }
 
