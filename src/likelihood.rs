@@ -16,7 +16,7 @@
 
 use crate::data::{Dataset, FeatureMatrix};
 use crate::linalg::{axpy, gemm_tn_rows, gram, gram_f32, Element, Scalar};
-use crate::model::{rationality, sample_terms, Params, SampleTerms};
+use crate::model::{rationality, sample_terms, sample_terms_without_loss, Params, SampleTerms};
 use crate::parallel::{chunked_sum, chunked_sum_with_rows};
 use nalgebra::DMatrix;
 use std::collections::BTreeMap;
@@ -44,6 +44,20 @@ fn row_terms<T: Element>(data: &Dataset, zi: &[T], params: &Params, i: usize) ->
     let t = T::dot_row(&params.theta, zi);
     let sigma = rationality(data.psi0()[i], data.psi_row(i), &params.gamma);
     sample_terms(t, sigma, data.y()[i])
+}
+
+/// [`row_terms`] without the loss ([`sample_terms_without_loss`]): for the passes that need only
+/// the residual and the weight.
+#[inline(always)]
+fn row_terms_without_loss<T: Element>(
+    data: &Dataset,
+    zi: &[T],
+    params: &Params,
+    i: usize,
+) -> SampleTerms {
+    let t = T::dot_row(&params.theta, zi);
+    let sigma = rationality(data.psi0()[i], data.psi_row(i), &params.gamma);
+    sample_terms_without_loss(t, sigma, data.y()[i])
 }
 
 /// The per-sample terms of row `i` at `params`.
@@ -338,7 +352,7 @@ pub fn expected_information(data: &Dataset, params: &Params) -> DMatrix<f64> {
         data.n() as f64,
         |i, out| {
             let zi = row(z, d1, i);
-            let st = row_terms(data, zi, params, i);
+            let st = row_terms_without_loss(data, zi, params, i);
             fill_g(data, zi, i, &st, st.weight.sqrt(), out);
         }
     ))
@@ -460,7 +474,7 @@ pub fn residual_cross_term(data: &Dataset, params: &Params) -> DMatrix<f64> {
     let cross = with_features!(data, |z| chunked_sum(data.n(), d1 * d2, |rows, acc| {
         for i in rows {
             let zi = row(z, d1, i);
-            let st = row_terms(data, zi, params, i);
+            let st = row_terms_without_loss(data, zi, params, i);
             for (k, &ps) in data.psi_row(i).iter().enumerate() {
                 if ps != 0.0 {
                     Element::axpy_row(st.resid * ps, zi, &mut acc[k * d1..(k + 1) * d1]);
@@ -509,7 +523,7 @@ pub fn score_outer_product(data: &Dataset, params: &Params, clustered: bool) -> 
         }
         _ => with_features!(data, |z| gram(n, p, n as f64, |i, out| {
             let zi = row(z, d1, i);
-            let st = row_terms(data, zi, params, i);
+            let st = row_terms_without_loss(data, zi, params, i);
             fill_g(data, zi, i, &st, st.resid, out);
         })),
     }
@@ -534,7 +548,7 @@ pub fn cluster_score_sums(data: &Dataset, params: &Params) -> (Vec<i64>, Vec<f64
     with_features!(data, |z| {
         for (i, &c) in ids.iter().enumerate() {
             let zi = row(z, d1, i);
-            let st = row_terms(data, zi, params, i);
+            let st = row_terms_without_loss(data, zi, params, i);
             fill_g(data, zi, i, &st, st.resid, &mut buf);
             let r = rank[&c];
             for (s, b) in sums[r * p..(r + 1) * p].iter_mut().zip(&buf) {
