@@ -114,6 +114,12 @@ def main(argv=None):
     m_cal = an.fit(z, d.y, d.psi, d.cluster, "expected", intervals="auto", seed=args.seed)
     lap(f"MT-Bench calibrated intervals ({m_cal.intervals()['method']}, "
         f"B = {m_cal.intervals()['reps']})", t0)
+    # The deployable reward model and, beside it, the feature map it was fitted on (raw MiniLM
+    # embedding -> PCA coordinates): a consumer (examples/llama-cpp) computes exactly these
+    # features from a raw embedding without re-implementing the pipeline.
+    m_cal.save(str(out / "export" / "mtbench_reward.hrm"))
+    pca.save_projection(out / "export" / "mtbench_reward.projection.safetensors", k,
+                        embedding_model=model.key, text=data.TURN_TEXT)
     t0 = time.time()
     rat = an.rationality(m_exp, m_clu, m_cal)
     lr = 2 * len(d.y) * (m_homo.report.neg_loglik - m_exp.report.neg_loglik)

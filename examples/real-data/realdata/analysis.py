@@ -32,6 +32,18 @@ class PCA:
         """The first k coordinates, float32 (the binding's dtype for answers' features)."""
         return ((np.asarray(x, np.float64) - self.mean) @ self.components[:k].T).astype(np.float32)
 
+    def save_projection(self, path, k, **meta):
+        """Writes the map of `transform(x, k)` as a companion file of a model (see
+        docs/model-format.md, "Companion: feature projection"): float64 `mean` (D,) and
+        `components` (k, D), string metadata `meta` plus format and dimensions."""
+        from safetensors.numpy import save_file
+
+        info = {"format": "hetreward-projection-1", "dim_in": str(len(self.mean)),
+                "dim_out": str(k), **{key: str(v) for key, v in meta.items()}}
+        save_file({"mean": np.ascontiguousarray(self.mean, np.float64),
+                   "components": np.ascontiguousarray(self.components[:k], np.float64)},
+                  str(path), metadata=info)
+
 
 def sigmoid(t):
     return 1.0 / (1.0 + np.exp(-t))

@@ -54,12 +54,17 @@ class MTBench:
     categories: dict = field(default_factory=dict)
 
 
+#: The text embedded for one answer at one turn (also written beside the exported model, so a
+#: consumer embeds a new answer the same way).
+TURN_TEXT = "{question}\n\n{answer}"
+
+
 def _turn_text(conversation, turn):
     """The text embedded for one answer at one turn: that turn's question, then the answer."""
     conv = ast.literal_eval(conversation)
     (question, r1), (answer, r2) = conv[2 * (turn - 1)], conv[2 * (turn - 1) + 1]
     assert r1 == "user" and r2 == "assistant", (r1, r2)
-    return f"{question}\n\n{answer}"
+    return TURN_TEXT.format(question=question, answer=answer)
 
 
 def load_mtbench(folder, questions=None):

