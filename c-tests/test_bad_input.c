@@ -1538,6 +1538,59 @@ static size_t exhaustive_buffer_damage(void) {
 
 /* ---- the table in docs/errors.md ----------------------------------------------------------- */
 
+/* The shard constructors (issue 22): the checks of their whole-dataset twins except
+ * identifiability, which is the merged shards'. A 2-row shard (fewer rows than parameters) is
+ * accepted; everything else is refused exactly as hetreward_dataset_new() refuses it. */
+static void shard_dataset_cases(void) {
+    float zf[N * D1], psi0f[N], psif[N * D2], yf[N];
+    size_t i;
+    for (i = 0; i < N * D1; i++) zf[i] = (float)data.z[i];
+    for (i = 0; i < N; i++) psi0f[i] = (float)data.psi0[i];
+    for (i = 0; i < N * D2; i++) psif[i] = (float)data.psi[i];
+    for (i = 0; i < N; i++) yf[i] = (float)data.y[i];
+
+    function_header("hetreward_dataset_new_shard");
+    CASE("z", "NULL", HETREWARD_NULL_POINTER, "`z`",
+         hetreward_dataset_new_shard(N, D1, D2, NULL, data.psi0, data.psi, data.y, NULL, &out_ds));
+    CASE("out_dataset", "NULL", HETREWARD_NULL_POINTER, "`out_dataset`",
+         hetreward_dataset_new_shard(N, D1, D2, data.z, data.psi0, data.psi, data.y, NULL, NULL));
+    CASE("n", "0", HETREWARD_DIMENSION_MISMATCH, "`n`" SEP "at least one sample",
+         hetreward_dataset_new_shard(0, D1, D2, data.z, data.psi0, data.psi, data.y, NULL, &out_ds));
+    CASE("n", "2 (fewer rows than d1 + d2: identifiability is the merged shards')", HETREWARD_OK,
+         "", hetreward_dataset_new_shard(2, D1, D2, data.z, data.psi0, data.psi, data.y, NULL,
+                                         &out_ds));
+    hetreward_dataset_free(out_ds);
+    reset_outputs();
+
+    function_header("hetreward_dataset_new_shard_f32");
+    zf[7] = NAN;
+    CASE("z", "NaN at [1][3]", HETREWARD_NON_FINITE, "`z` at index 7",
+         hetreward_dataset_new_shard_f32(N, D1, D2, zf, psi0f, psif, yf, NULL, &out_ds));
+    zf[7] = (float)data.z[7];
+    yf[9] = 3.0f;
+    CASE("y", "3 at [9]", HETREWARD_INVALID_ARGUMENT, "y[9] = 3",
+         hetreward_dataset_new_shard_f32(N, D1, D2, zf, psi0f, psif, yf, NULL, &out_ds));
+    yf[9] = (float)data.y[9];
+    CASE("n", "2 (fewer rows than d1 + d2)", HETREWARD_OK, "",
+         hetreward_dataset_new_shard_f32(2, D1, D2, zf, psi0f, psif, yf, NULL, &out_ds));
+    hetreward_dataset_free(out_ds);
+    reset_outputs();
+
+    function_header("hetreward_dataset_load_shard");
+    CASE("path", "NULL", HETREWARD_NULL_POINTER, "`path`",
+         hetreward_dataset_load_shard(NULL, &out_ds));
+    CASE("path", "file does not exist", HETREWARD_IO, "bad_input_missing.csv" SEP "No such file",
+         hetreward_dataset_load_shard("bad_input_missing.csv", &out_ds));
+    write_training_csv("bad_input_shard.csv", 2, NULL);
+    CASE("out_dataset", "NULL", HETREWARD_NULL_POINTER, "`out_dataset`",
+         hetreward_dataset_load_shard("bad_input_shard.csv", NULL));
+    CASE("path", "a 2-row CSV (fewer rows than d1 + d2)", HETREWARD_OK, "",
+         hetreward_dataset_load_shard("bad_input_shard.csv", &out_ds));
+    hetreward_dataset_free(out_ds);
+    reset_outputs();
+    unlink("bad_input_shard.csv");
+}
+
 static char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     char *text;
@@ -1769,6 +1822,7 @@ int main(void) {
     host_safety_cases();
     distributed_cases();
     issue22_cases();
+    shard_dataset_cases();
     buffers = exhaustive_buffer_damage();
     check_model_and_dataset();
     check_fit_again();
