@@ -14,11 +14,12 @@
 //! forcing of [`crate::fit::newton_cg`], the observed Hessian with Fisher scoring where the
 //! first CG direction meets non-positive curvature, the shared Armijo line search
 //! (`crate::fit::line_search::backtrack`, here along precomputed per-sample changes) and the
-//! shared stopping rule (`crate::fit::stop_reason`) — preconditioned by `[[alpha P, I_tg], [I_gt, I_gg]]` with `P` the
-//! theta block of the information at `theta = 0` (a property of the data, built once per
-//! calibration: [`DataFactor`]) and the cross and gamma blocks taken at the common start, which
-//! do not depend on the labels (the refits move about one standard error from it: the
-//! preconditioner only sets CG's speed, never the answer).
+//! shared stopping rule (`crate::fit::stop_reason`) — preconditioned by the expected
+//! information at the common start, factored once per start ([`Preconditioner`]): it does not
+//! depend on the labels, and the refits start at the truth they are drawn from and move about
+//! one standard error, so it is close to every refit's Hessian (the preconditioner only sets
+//! CG's speed, never the answer). Against the plain fit's preconditioner (theta block at
+//! `theta = 0`, rescaled) it cuts CG iterations by ~35% at the paper's shape (BENCHMARKS.md).
 //!
 //! Deterministic whatever the thread count: the GEMMs split their output into fixed blocks
 //! (each block one sequential faer GEMM on views of z), and all per-refit arithmetic is serial per
