@@ -15,7 +15,7 @@
 //! first CG direction meets non-positive curvature, the shared Armijo line search
 //! (`crate::fit::line_search::backtrack`, here along precomputed per-sample changes) and the
 //! shared stopping rule (`crate::fit::stop_reason`) — preconditioned by the expected
-//! information at the common start, factored once per start ([`Preconditioner`]): it does not
+//! information at the common start, factored once per start (`Preconditioner`): it does not
 //! depend on the labels, and the refits start at the truth they are drawn from and move about
 //! one standard error, so it is close to every refit's Hessian (the preconditioner only sets
 //! CG's speed, never the answer). Against the plain fit's preconditioner (theta block at
