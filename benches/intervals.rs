@@ -1,17 +1,20 @@
 //! Cost of the interval methods (issue 11; results in BENCHMARKS.md).
 //!
 //! ```text
-//! cargo bench --bench intervals -- [--threads T] [--reps R] [--paper] [--smoke]
+//! cargo bench --bench intervals -- [--threads T] [--reps R] [--paper | --paper-d1 D] [--smoke]
 //! ```
 //!
 //! * time per fit (fit + covariance + the method's refits) with each method, against one
 //!   plain (Wald) fit of the same data measured in the same run, at the paper's §6.1 design
 //!   (n = 200) and at the LLM application's shape scaled down (n = 3400, d1 = 205, d2 = 4);
 //!   with `--paper`, plain, resized and bootstrap at paper scale (n = 33,845, d1 = 2048,
-//!   d2 = 38, `sim::high_dimensional`, z in f64);
+//!   d2 = 38, `sim::high_dimensional`, z in f64); `--paper-d1 D` the same shape at d1 = D
+//!   (n = 33,845 D / 2048);
 //! * pBoN of 128 candidates, 1 thread, with each method's model: Wald (`d1^2 / 2` per answer,
 //!   pruned), bootstrap draws (`B d1` per answer, B = 400) and resized (B = 100), at d1 = 205
 //!   and d1 = 2048.
+//!
+//! `--paper-only` skips the small designs and pBoN.
 //!
 //! A measurement tool, not a test.
 
@@ -175,20 +178,8 @@ fn pbon_costs(d1: usize) {
     }
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let flag = |f: &str| args.iter().any(|a| a == f);
-    let value = |f: &str, d: usize| {
-        args.iter()
-            .position(|a| a == f)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    let threads = value("--threads", 2);
-    let reps = value("--reps", 3);
-    let smoke = flag("--smoke");
-    println!("# interval methods: time per fit (median of {reps}), {threads} threads");
+/// The small designs and pBoN (skipped with `--paper-only`).
+fn small_costs(smoke: bool, reps: usize, threads: usize) {
     let small = paper_simulation(200, ActionDesign::Uniform, 5);
     fit_costs(
         "paper §6.1 n = 200",
@@ -217,10 +208,32 @@ fn main() {
     );
     pbon_costs(205);
     pbon_costs(2048);
-    if flag("--paper") {
-        let (big, _) = high_dimensional(33845, 2048, 38, 5);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |f: &str| args.iter().any(|a| a == f);
+    let value = |f: &str, d: usize| {
+        args.iter()
+            .position(|a| a == f)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let threads = value("--threads", 2);
+    let reps = value("--reps", 3);
+    let smoke = flag("--smoke");
+    println!("# interval methods: time per fit (median of {reps}), {threads} threads");
+    if !flag("--paper-only") {
+        small_costs(smoke, reps, threads);
+    }
+    // `--paper-d1 D`: the paper's shape (n / d1 and d2 as at paper scale) at d1 = D.
+    let paper_d1 = value("--paper-d1", if flag("--paper") { 2048 } else { 0 });
+    if paper_d1 > 0 {
+        let n = 33845 * paper_d1 / 2048;
+        let (big, _) = high_dimensional(n, paper_d1, 38, 5);
         fit_costs(
-            "paper scale n = 33845, d1 = 2048, d2 = 38",
+            &format!("paper scale n = {n}, d1 = {paper_d1}, d2 = 38"),
             &big,
             &[
                 (IntervalMethod::Wald, None),

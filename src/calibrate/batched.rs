@@ -14,11 +14,12 @@
 //! forcing of [`crate::fit::newton_cg`], the observed Hessian with Fisher scoring where the
 //! first CG direction meets non-positive curvature, the shared Armijo line search
 //! (`crate::fit::line_search::backtrack`, here along precomputed per-sample changes) and the
-//! shared stopping rule (`crate::fit::stop_reason`) — preconditioned by `[[alpha P, I_tg], [I_gt, I_gg]]` with `P` the
-//! theta block of the information at `theta = 0` (a property of the data, built once per
-//! calibration: [`DataFactor`]) and the cross and gamma blocks taken at the common start, which
-//! do not depend on the labels (the refits move about one standard error from it: the
-//! preconditioner only sets CG's speed, never the answer).
+//! shared stopping rule (`crate::fit::stop_reason`) — preconditioned by the expected
+//! information at the common start, factored once per start (`Preconditioner`): it does not
+//! depend on the labels, and the refits start at the truth they are drawn from and move about
+//! one standard error, so it is close to every refit's Hessian (the preconditioner only sets
+//! CG's speed, never the answer). Against the plain fit's preconditioner (theta block at
+//! `theta = 0`, rescaled) it cuts CG iterations by ~35% at the paper's shape (BENCHMARKS.md).
 //!
 //! Deterministic whatever the thread count: the GEMMs split their output into fixed blocks
 //! (each block one sequential faer GEMM on views of z), and all per-refit arithmetic is serial per
@@ -29,7 +30,8 @@ use crate::error::{Error, Result};
 use crate::fit::line_search::backtrack;
 use crate::fit::newton_cg::{forcing, MAX_CG_ITERATIONS};
 use crate::fit::{finite_point, stop_reason, Limits, Termination};
-use crate::linalg::{dot, gemm_row_block, gemm_tn_block_add, matmul, matmul_tn, ridged_cholesky};
+use crate::likelihood::expected_information;
+use crate::linalg::{dot, gemm_row_block, gemm_tn_block_add, ridged_cholesky};
 use crate::model::{sample_terms, Params};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
@@ -45,84 +47,26 @@ const COL_BLOCK: usize = 128;
 /// Rows of z widened to f64 at a time (f32 storage) in `Z^T C`.
 const WIDEN_ROWS: usize = 1024;
 
-/// The data part of the preconditioner (`X = L^-1` for the theta block of the information at
-/// zero, its trace, the squared row norms of z): Newton-CG's own, built once per calibration.
-pub use crate::fit::newton_cg::DataPreconditioner as DataFactor;
-
-/// The preconditioner of a batch, at its common start.
-struct Preconditioner<'a> {
-    base: &'a DataFactor,
-    alpha: f64,
-    /// `W = X I_tg` (`d1 x d2`).
-    w: DMatrix<f64>,
-    /// Cholesky factor of `S = I_gg - W^T W / alpha`.
-    s_factor: DMatrix<f64>,
+/// The batch's preconditioner: the Cholesky factor of the expected information at the common
+/// start (every block exact there; one Gram product of `n (d1 + d2)^2 / 2` flops, built once
+/// per start and shared by all its batches).
+pub(crate) struct Preconditioner {
+    factor: nalgebra::Cholesky<f64, nalgebra::Dyn>,
 }
 
-impl<'a> Preconditioner<'a> {
-    fn at(data: &Dataset, base: &'a DataFactor, t: &[f64], sigma: &[f64]) -> Self {
-        let (n, d2) = (data.n(), data.d2());
-        // Expected-information terms: labels play no part.
-        let st: Vec<_> = (0..n).map(|i| sample_terms(t[i], sigma[i], 0.0)).collect();
-        let current = (0..n)
-            .map(|i| st[i].weight * sigma[i] * sigma[i] * base.row_norms[i])
-            .sum::<f64>()
-            / n as f64;
-        let alpha = if current > 0.0 && base.trace > 0.0 {
-            current / base.trace
-        } else {
-            1.0
-        };
-        if d2 == 0 {
-            return Preconditioner {
-                base,
-                alpha,
-                w: DMatrix::zeros(data.d1(), 0),
-                s_factor: DMatrix::zeros(0, 0),
-            };
-        }
-        let mut c = vec![0.0; n * d2];
-        let mut dgg = DMatrix::<f64>::zeros(d2, d2);
-        for i in 0..n {
-            let psi = data.psi_row(i);
-            let (a, b) = (st[i].weight * sigma[i] * t[i], st[i].weight * t[i] * t[i]);
-            for k in 0..d2 {
-                c[i * d2 + k] = a * psi[k] / n as f64;
-                for l in 0..d2 {
-                    dgg[(k, l)] += b * psi[k] * psi[l] / n as f64;
-                }
-            }
-        }
-        let cross = z_t_times(data, &c, d2);
-        let w = matmul(&base.inverse_factor, &cross);
-        let s = dgg - matmul_tn(&w, &w) / alpha;
-        let s_factor = ridged_cholesky(s);
+impl Preconditioner {
+    /// At `start` on `data` (expected information: labels play no part). A small ridge is
+    /// added and grown until it factorises.
+    pub(crate) fn at(data: &Dataset, start: &Params) -> Self {
+        let l = ridged_cholesky(expected_information(data, start));
         Preconditioner {
-            base,
-            alpha,
-            w,
-            s_factor,
+            factor: nalgebra::Cholesky::pack_dirty(l),
         }
     }
 
     /// `M^-1 R` for the stacked columns of `r` (`(d1 + d2) x k`).
     fn apply(&self, r: &DMatrix<f64>) -> DMatrix<f64> {
-        let x = &self.base.inverse_factor;
-        let d1 = x.nrows();
-        let d2 = r.nrows() - d1;
-        let k = r.ncols();
-        let mut q = matmul(x, &r.rows(0, d1).into_owned());
-        let mut out = DMatrix::<f64>::zeros(d1 + d2, k);
-        if d2 > 0 {
-            let wq = matmul_tn(&self.w, &q);
-            let c = r.rows(d1, d2) - wq / self.alpha;
-            let u = nalgebra::Cholesky::pack_dirty(self.s_factor.clone()).solve(&c);
-            q -= &self.w * &u;
-            out.rows_mut(d1, d2).copy_from(&u);
-        }
-        let th = matmul_tn(x, &q) / self.alpha;
-        out.rows_mut(0, d1).copy_from(&th);
-        out
+        self.factor.solve(r)
     }
 }
 
@@ -480,7 +424,7 @@ fn directions(
 /// Errors: [`Error::Cancelled`].
 pub(crate) fn batch(
     data: &Dataset,
-    base: &DataFactor,
+    pre: &Preconditioner,
     start: &Params,
     labels: Vec<Vec<f64>>,
     limits: Limits,
@@ -492,7 +436,6 @@ pub(crate) fn batch(
     let sigma0: Vec<f64> = (0..n)
         .map(|i| data.psi0()[i] + dot(&start.gamma, data.psi_row(i)))
         .collect();
-    let pre = Preconditioner::at(data, base, &t0, &sigma0);
     let mut refits: Vec<Refit> = labels
         .into_iter()
         .map(|y| Refit {
@@ -527,7 +470,7 @@ pub(crate) fn batch(
         if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(Error::Cancelled);
         }
-        let dirs = directions(data, &refits, &active, &pre);
+        let dirs = directions(data, &refits, &active, pre);
         // One GEMM for every trial point of every line search.
         let dt = z_times(
             data,

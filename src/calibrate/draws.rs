@@ -19,7 +19,7 @@
 //! only). A refit that converges from neither start (the resample's MLE is at infinity, or it
 //! is separated) is kept at its last finite iterate and counted in [`Draws::diverged`].
 
-use super::batched::{self, DataFactor};
+use super::batched::{self, Preconditioner};
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::Result;
 use crate::fit::{refit, refit_from_scratch, refit_uses_cg, FitOptions, Limits, Termination};
@@ -50,13 +50,13 @@ pub enum Stream {
 }
 
 /// What every refit shares: the tolerance, the estimator's options (the fallback of a refit
-/// that does not converge), the cancellation flag, and, for large problems, the batched
-/// refits' data preconditioner (built once, label-free).
+/// that does not converge), the cancellation flag, and whether the refits are batched (large
+/// problems).
 pub struct Settings<'a> {
     tol: f64,
     estimator: FitOptions,
     cancel: Option<&'a AtomicBool>,
-    factor: Option<DataFactor>,
+    batched: bool,
 }
 
 impl<'a> Settings<'a> {
@@ -72,7 +72,7 @@ impl<'a> Settings<'a> {
                 ..options.clone()
             },
             cancel,
-            factor: refit_uses_cg(data).then(|| DataFactor::new(data)),
+            batched: refit_uses_cg(data),
         }
     }
 }
@@ -154,13 +154,13 @@ pub fn parametric(
     settings: &Settings,
 ) -> Result<Draws> {
     let u = logits(data, truth);
-    let runs: Vec<Result<(Params, bool)>> = if let Some(factor) = &settings.factor {
+    let runs: Vec<Result<(Params, bool)>> = if settings.batched {
         let limits = Limits {
             tol: settings.tol,
             max_iter: REFIT_MAX_ITER,
         };
         let draw = |b| labels(&u, seed, stream, b);
-        let warm = batched_refits(data, factor, start, reps, draw, limits, settings.cancel)?;
+        let warm = batched_refits(data, start, reps, draw, limits, settings.cancel)?;
         warm.into_par_iter()
             .enumerate()
             .map(|(b, (params, converged))| {
@@ -191,13 +191,12 @@ pub fn parametric(
 }
 
 /// `reps` warm refits from `start` to the labels `draw(b)`, `b = 0..reps`, solved together in
-/// batches of [`batched::BATCH`] (large problems): each refit's estimate and whether it
-/// converged.
+/// batches of [`batched::BATCH`] (large problems) with one preconditioner (the information
+/// at `start`): each refit's estimate and whether it converged.
 ///
 /// Errors: [`crate::Error::Cancelled`].
 pub(crate) fn batched_refits(
     data: &Dataset,
-    factor: &DataFactor,
     start: &Params,
     reps: usize,
     draw: impl Fn(usize) -> Vec<f64> + Sync,
@@ -205,12 +204,13 @@ pub(crate) fn batched_refits(
     cancel: Option<&AtomicBool>,
 ) -> Result<Vec<(Params, bool)>> {
     let mut out = Vec::with_capacity(reps);
+    let pre = Preconditioner::at(data, start);
     for b0 in (0..reps).step_by(batched::BATCH) {
         let labels: Vec<Vec<f64>> = (b0..(b0 + batched::BATCH).min(reps))
             .into_par_iter()
             .map(&draw)
             .collect();
-        for (p, term) in batched::batch(data, factor, start, labels, limits, cancel)? {
+        for (p, term) in batched::batch(data, &pre, start, labels, limits, cancel)? {
             out.push((p, term == Termination::Converged));
         }
     }
