@@ -224,6 +224,22 @@ hetreward_dataset_load(path, out_dataset) =
     @ccall libhetreward.hetreward_dataset_load(path::Cstring,
         out_dataset::Ptr{Ptr{hetreward_dataset}})::hetreward_status
 
+# One shard of a distributed fit: the checks of the whole-dataset constructors except
+# identifiability, which is the merged shards' (see the header).
+hetreward_dataset_new_shard(n, d1, d2, z, psi0, psi, y, cluster, out_dataset) =
+    @ccall libhetreward.hetreward_dataset_new_shard(n::Csize_t, d1::Csize_t, d2::Csize_t,
+        z::Ptr{Cdouble}, psi0::Ptr{Cdouble}, psi::Ptr{Cdouble}, y::Ptr{Cdouble},
+        cluster::Ptr{Int64}, out_dataset::Ptr{Ptr{hetreward_dataset}})::hetreward_status
+
+hetreward_dataset_new_shard_f32(n, d1, d2, z, psi0, psi, y, cluster, out_dataset) =
+    @ccall libhetreward.hetreward_dataset_new_shard_f32(n::Csize_t, d1::Csize_t, d2::Csize_t,
+        z::Ptr{Cfloat}, psi0::Ptr{Cfloat}, psi::Ptr{Cfloat}, y::Ptr{Cfloat},
+        cluster::Ptr{Int64}, out_dataset::Ptr{Ptr{hetreward_dataset}})::hetreward_status
+
+hetreward_dataset_load_shard(path, out_dataset) =
+    @ccall libhetreward.hetreward_dataset_load_shard(path::Cstring,
+        out_dataset::Ptr{Ptr{hetreward_dataset}})::hetreward_status
+
 hetreward_dataset_n(dataset) =
     @ccall libhetreward.hetreward_dataset_n(dataset::Ptr{hetreward_dataset})::Csize_t
 
