@@ -709,10 +709,23 @@ typedef struct hetreward_distributed_rounds {
 #define HETREWARD_INTERVALS_RESIZED 2
 
 /**
- * One of the three, picked at fit time from d1/n and n per parameter; the model says which
- * (hetreward_model_intervals()).
+ * Picked at fit time: with cluster (annotator) ids in the dataset the one-step cluster
+ * jackknife, else Wald, bootstrap or resized from d1/n and n per parameter; the model says
+ * which (hetreward_model_intervals()).
  */
 #define HETREWARD_INTERVALS_AUTO 3
+
+/**
+ * Cluster jackknife (CV3): refits leaving out each cluster (annotator), t(G-1) quantiles; the
+ * dataset needs cluster ids.
+ */
+#define HETREWARD_INTERVALS_CLUSTER_JACKKNIFE 4
+
+/**
+ * One-step cluster jackknife: CV3 with each refit replaced by one Newton step (no refits),
+ * t(G-1) quantiles; the dataset needs cluster ids.
+ */
+#define HETREWARD_INTERVALS_CLUSTER_ONESTEP 5
 
 /**
  * The gradient norm met the tolerance.

@@ -441,7 +441,8 @@ struct SpreadBounds {
 }
 
 impl SpreadBounds {
-    /// `None` when pruning is not valid (the percentile bootstrap).
+    /// `None` when pruning is not valid (the percentile bootstrap; the cluster jackknives,
+    /// whose t quantile and spread the bounds do not cover).
     fn of(model: &RewardModel) -> Option<Self> {
         let cal = model.calibration();
         match cal.method() {
@@ -468,7 +469,10 @@ impl SpreadBounds {
                     se: 3.0 * max_norm / cal.alpha_hat(),
                 })
             }
-            IntervalMethod::Bootstrap | IntervalMethod::Auto => None,
+            IntervalMethod::Bootstrap
+            | IntervalMethod::Auto
+            | IntervalMethod::ClusterJackknife
+            | IntervalMethod::ClusterOneStep => None,
         }
     }
 

@@ -21,7 +21,7 @@ mod json;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 use demo::DemoOptions;
-use hetreward::calibrate::{IntervalMethod, IntervalOptions};
+use hetreward::calibrate::{auto_reason, IntervalMethod, IntervalOptions};
 use hetreward::codes::Coded;
 use hetreward::fit::{
     FitControl, FitOptions, FitReport, Init, InitKind, Progress, SolverKind, Termination,
@@ -273,8 +273,11 @@ struct FitArgs {
     #[arg(long, value_parser = choice::<CovarianceKind>(), default_value = CovarianceKind::default().name())]
     covariance: CovarianceKind,
     /// Confidence intervals: wald (the paper's; default), bootstrap (parametric, percentile;
-    /// small samples), resized (adaptively resized bootstrap; high dimension) or auto (picks by
-    /// d1/n and n per parameter, and says what it picked). Seeded by --seed.
+    /// small samples), resized (adaptively resized bootstrap; high dimension),
+    /// cluster-jackknife (refits leaving out each annotator; needs a cluster column),
+    /// cluster-onestep (the same by one Newton step each, no refits) or auto (with a cluster
+    /// column cluster-onestep, else picks by d1/n and n per parameter; says what it picked).
+    /// Seeded by --seed.
     #[arg(long, value_parser = choice::<IntervalMethod>(), default_value = IntervalOptions::default().method.name())]
     intervals: IntervalMethod,
     /// Bootstrap refits B (default 400 for bootstrap, 100 for resized; 10..=100000).
@@ -997,7 +1000,15 @@ fn print_model(model: &RewardModel, all_rows: bool, out: &mut Out) -> Result<(),
             c.seed(),
             c.diverged()
         ),
-        _ => outln!(
+        IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => outln!(
+            out,
+            "intervals: {}{picked}, G = {} clusters, t({}) quantiles ({} refits did not converge)",
+            c.method().name(),
+            c.reps(),
+            c.reps().saturating_sub(1),
+            c.diverged()
+        ),
+        IntervalMethod::Resized | IntervalMethod::Auto => outln!(
             out,
             "intervals: resized{picked}, B = {} refits (seed {}, {} did not converge); shrink {:.4}, alpha_hat {:.4}, c_hat {:.4}",
             c.reps(),
@@ -1007,6 +1018,9 @@ fn print_model(model: &RewardModel, all_rows: bool, out: &mut Out) -> Result<(),
             c.alpha_hat(),
             c.c_hat()
         ),
+    }
+    if c.requested() == IntervalMethod::Auto {
+        outln!(out, "auto: {}", auto_reason(c.method()));
     }
     let d = model.diagnostics();
     outln!(

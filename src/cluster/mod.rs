@@ -128,6 +128,18 @@ impl ClusterDraws {
         self.values.is_empty()
     }
 
+    /// The draws' theta (`k x d1`) and gamma (`k x (p - d1)`) blocks in `f32`, row-major (as
+    /// a [`crate::calibrate::Calibration`] stores them).
+    pub(crate) fn split_f32(&self, d1: usize) -> (Vec<f32>, Vec<f32>) {
+        let mut theta = Vec::with_capacity(self.len() * d1);
+        let mut gamma = Vec::with_capacity(self.len() * (self.p - d1));
+        for row in self.values.chunks_exact(self.p) {
+            theta.extend(row[..d1].iter().map(|&v| v as f32));
+            gamma.extend(row[d1..].iter().map(|&v| v as f32));
+        }
+        (theta, gamma)
+    }
+
     /// `a . b_g` for every draw `g` (`a` of length `p`).
     pub fn projections(&self, a: &[f64]) -> Vec<f64> {
         self.values

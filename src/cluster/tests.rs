@@ -193,3 +193,88 @@ fn interval_formulas() {
     one[3] = 5.0;
     assert!(effective_df(&one, 1.0) < 1.3);
 }
+
+#[test]
+fn the_model_intervals_are_the_jackknife_intervals_and_auto_follows_the_cluster_ids() {
+    use crate::calibrate::{IntervalMethod, IntervalOptions};
+    use crate::RewardModel;
+    let data = annotator_effects(25, 20, 0.6, 5);
+    let estimate = |data: &Dataset, method| {
+        RewardModel::estimate_with(
+            data,
+            &FitOptions::default(),
+            CovarianceKind::Expected,
+            &IntervalOptions {
+                method,
+                reps: None,
+                seed: 0,
+            },
+            &FitControl::default(),
+        )
+        .unwrap()
+    };
+    let model = estimate(&data, IntervalMethod::Auto);
+    assert_eq!(model.calibration().method(), IntervalMethod::ClusterOneStep);
+    let clusters = Clusters::of(&data).unwrap();
+    let d = one_step_jackknife(&data, model.params(), &clusters).unwrap();
+    let b = model.params().stacked();
+    for c in 0..8 {
+        let mut a = vec![0.0; 8];
+        a[c] = 1.0;
+        let want = interval(
+            b[c],
+            &d.projections(&a),
+            Spread::Jackknife,
+            Center::Estimate,
+            Df::Fixed(24.0),
+            0.05,
+        );
+        let got = if c < 6 {
+            model.theta_interval(c, 0.05)
+        } else {
+            model.gamma_interval(c - 6, 0.05)
+        };
+        // The model stores the draws in f32.
+        assert!(
+            (got.se / want.se - 1.0).abs() < 1e-4,
+            "coef {c}: {} vs {}",
+            got.se,
+            want.se
+        );
+        assert!((got.lower - want.lower).abs() < 1e-4 * want.se.max(1e-3));
+        assert_eq!(got.reward, b[c]);
+    }
+    // Far wider than Wald on gamma when annotators differ (tau = 0.6).
+    assert!(model.gamma_se()[0] < 0.8 * model.gamma_interval(0, 0.05).se);
+    // Without cluster ids auto keeps issue 11's rule.
+    let plain = Dataset::new(
+        data.d1(),
+        data.d2(),
+        data.z().to_vec(),
+        data.psi0().to_vec(),
+        data.psi().to_vec(),
+        data.y().to_vec(),
+        None,
+    )
+    .unwrap();
+    let m = estimate(&plain, IntervalMethod::Auto);
+    assert_eq!(
+        m.calibration().method(),
+        crate::calibrate::auto_pick(plain.n(), plain.d1(), plain.d2())
+    );
+    assert!(!m.calibration().method().is_cluster());
+    // A cluster method on data without ids names the argument.
+    let err = RewardModel::estimate_with(
+        &plain,
+        &FitOptions::default(),
+        CovarianceKind::Expected,
+        &IntervalOptions {
+            method: IntervalMethod::ClusterOneStep,
+            reps: None,
+            seed: 0,
+        },
+        &FitControl::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("cluster"), "{err}");
+}
