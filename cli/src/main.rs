@@ -568,6 +568,9 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         None => None,
     };
     print_model(&model, args.all_rows, out)?;
+    if data.cluster().is_some() {
+        print_heterogeneity(&data, &model, args.threads, out)?;
+    }
     if args.profile {
         print_profile(&data, &model, args.threads, out)?;
     }
@@ -576,6 +579,62 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         f.commit()?;
     }
     model_out.commit()?;
+    Ok(())
+}
+
+/// The annotator-heterogeneity diagnostic of a fit whose data have cluster ids (issue 20),
+/// with its warning unless the model's intervals are already cluster-aware.
+fn print_heterogeneity(
+    data: &Dataset,
+    model: &RewardModel,
+    threads: usize,
+    out: &mut Out,
+) -> Result<(), Failure> {
+    let h = match hetreward::parallel::run_in_pool(threads, || {
+        hetreward::cluster::heterogeneity(data, model.params())
+    })? {
+        Ok(h) => h,
+        Err(e) => {
+            outln!(out, "heterogeneity: not computed ({e})");
+            return Ok(());
+        }
+    };
+    let d1 = model.d1();
+    let name = |c: usize| {
+        if c < d1 {
+            format!("theta_{c}")
+        } else {
+            format!("gamma_{}", c - d1)
+        }
+    };
+    let (theta_max, gamma_max) = (
+        h.design_effects[..d1].iter().fold(0.0f64, |m, &v| m.max(v)),
+        h.design_effects[d1..].iter().fold(0.0f64, |m, &v| m.max(v)),
+    );
+    outln!(
+        out,
+        "heterogeneity: {} clusters; design effect (cluster-robust / model variance) max {:.2} \
+         over theta, {:.2} over gamma; most significant {} {:.2} ({:.1} noise SDs above 1): an \
+         interval assuming independent comparisons covers it ~{:.0}%",
+        h.clusters,
+        theta_max,
+        gamma_max,
+        name(h.worst),
+        h.design_effects[h.worst],
+        h.excess_z[h.worst],
+        100.0 * h.independent_coverage
+    );
+    if let Some(w) = &h.warning {
+        if model.calibration().method().is_cluster() {
+            outln!(
+                out,
+                "note: {w} (this model's intervals are cluster-aware: {})",
+                model.calibration().method().name()
+            );
+        } else {
+            outln!(out, "warning: {w}");
+        }
+    }
     Ok(())
 }
 

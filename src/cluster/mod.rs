@@ -20,14 +20,20 @@
 //! * [`pairs_bootstrap`]: clusters resampled with replacement, each resample refitted the
 //!   same way.
 //!
+//! [`heterogeneity`] is the diagnostic every fit with cluster ids reports: the design effect
+//! (cluster-robust over model-based variance) of each coefficient, with a plain-words warning
+//! when intervals that assume independent comparisons would under-cover.
+//!
 //! The jackknife variance is `(G-1)/G sum_g (v_g - v_bar)^2`; quantiles are Student's t with
 //! `G - 1` degrees of freedom ([`Df::Fixed`]) or an effective number of clusters of the
 //! functional ([`Df::Effective`]).
 
 mod draws;
+mod heterogeneity;
 pub mod interval;
 
 pub use draws::{jackknife, one_step_jackknife, pairs_bootstrap, sandwich};
+pub use heterogeneity::{heterogeneity, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING};
 pub use interval::{effective_df, interval, Center, Df, Spread};
 
 use crate::data::Dataset;

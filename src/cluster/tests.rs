@@ -278,3 +278,36 @@ fn the_model_intervals_are_the_jackknife_intervals_and_auto_follows_the_cluster_
     .unwrap_err();
     assert!(err.to_string().contains("cluster"), "{err}");
 }
+
+#[test]
+fn heterogeneity_warns_when_annotators_differ_and_not_when_they_do_not() {
+    let (data, params) = fitted(40, 40, 0.6, 6);
+    let h = heterogeneity(&data, &params).unwrap();
+    assert_eq!((h.clusters, h.design_effects.len()), (40, 8));
+    assert!(h.design_effects[h.worst] > 2.0, "{:?}", h.design_effects);
+    assert!(h.independent_coverage < 0.85);
+    let w = h.warning.expect("strong heterogeneity warns");
+    assert!(
+        w.contains("annotators differ") && w.contains("cluster-onestep"),
+        "{w}"
+    );
+    // The design effects are the CR1 / expected-information variance ratios.
+    let cl = Clusters::of(&data).unwrap();
+    let d = sandwich(&data, &params, &cl).unwrap();
+    let cr1 = 40.0 / 39.0 * (1599.0 / 1592.0);
+    let robust = spread(&d, cr1);
+    let model = covariance_factors(&data, &params, CovarianceKind::Expected).unwrap();
+    assert!((h.design_effects[7] - robust[(7, 7)] / model.gamma_cov[(1, 1)]).abs() < 1e-9);
+    // The warning's error rates (EXCESS_Z_WARNING's measurement, 12 datasets each): rare
+    // without annotator effects, nearly always with tau = 0.6.
+    let warned = |tau: f64| {
+        (0..12)
+            .filter(|&r| {
+                let (data, params) = fitted(40, 40, tau, 100 + r);
+                heterogeneity(&data, &params).unwrap().warning.is_some()
+            })
+            .count()
+    };
+    assert!(warned(0.0) <= 2);
+    assert!(warned(0.6) >= 10);
+}
