@@ -20,8 +20,9 @@
 //! G=40 M=40 TAU=0.6 R=100 cargo run --release --example cluster_coverage
 //! ```
 //!
-//! The issue's full table (G = 40 x 40 and 300 x 10, tau in {0, 0.3, 0.6}, 400 datasets each;
-//! about an hour on 2 cores), written to `target/cluster-coverage.md`:
+//! The issue's full table (G = 40 x 40 and 300 x 10, tau in {0, 0.3, 0.6}, 400 datasets each,
+//! every method; a few hours on 2 shared cores — the README's table, 4 methods with B = 200,
+//! took 100-700 s per design), written to `target/cluster-coverage.md`:
 //!
 //! ```text
 //! FULL=1 cargo run --release --example cluster_coverage

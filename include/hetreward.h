@@ -371,8 +371,8 @@ typedef struct hetreward_fit_params {
  */
 typedef struct hetreward_interval_info {
     /**
-     * The method the model's intervals use (HETREWARD_INTERVALS_WALD, _BOOTSTRAP or
-     * _RESIZED; never _AUTO).
+     * The method the model's intervals use (HETREWARD_INTERVALS_WALD, _BOOTSTRAP, _RESIZED,
+     * _CLUSTER_JACKKNIFE or _CLUSTER_ONESTEP; never _AUTO).
      */
     hetreward_intervals method;
     /**
@@ -380,7 +380,7 @@ typedef struct hetreward_interval_info {
      */
     hetreward_intervals requested;
     /**
-     * Bootstrap refits B (0 for Wald).
+     * Bootstrap refits B (0 for Wald; the number of clusters G for the cluster methods).
      */
     size_t reps;
     /**
