@@ -387,7 +387,7 @@ mod tests {
     fn interval_params_are_checked() {
         let mut fitter = null_mut();
         for (intervals, reps, needle) in [
-            (4, 0, "params.intervals"),
+            (6, 0, "params.intervals"),
             (HETREWARD_INTERVALS_BOOTSTRAP, 9, "params.bootstrap_reps"),
             (
                 HETREWARD_INTERVALS_RESIZED,
