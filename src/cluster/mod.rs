@@ -5,7 +5,7 @@
 //!
 //! Every method here produces one set of *cluster draws* — estimates `b_g` of `(theta, gamma)`,
 //! one per cluster or per resample — from which any linear functional `a . b` (a coefficient,
-//! a reward, a difference of rewards, a rationality) gets its interval ([`interval`]):
+//! a reward, a difference of rewards, a rationality) gets its interval ([`interval()`]):
 //!
 //! * [`sandwich`]: `b + H^-1 s_g` with `s_g` the summed scores of cluster `g` and `H` the
 //!   observed Hessian (sums over all rows). Their spread `sum_g (v_g - v_bar)^2` is the CR0
