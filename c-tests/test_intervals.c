@@ -125,7 +125,7 @@ static void check_bad_params(void) {
     hetreward_fit_params p = hetreward_fit_default_params();
     hetreward_fitter *fitter = NULL;
     hetreward_interval_info info;
-    p.intervals = 4;
+    p.intervals = HETREWARD_INTERVALS_CLUSTER_ONESTEP + 1;
     CHECK_ERR(hetreward_fitter_new(&p, &fitter), HETREWARD_INVALID_ARGUMENT, "params.intervals");
     p = hetreward_fit_default_params();
     p.intervals = HETREWARD_INTERVALS_RESIZED;

@@ -374,8 +374,8 @@ typedef struct hetreward_fit_params {
  */
 typedef struct hetreward_interval_info {
     /**
-     * The method the model's intervals use (HETREWARD_INTERVALS_WALD, _BOOTSTRAP or
-     * _RESIZED; never _AUTO).
+     * The method the model's intervals use (HETREWARD_INTERVALS_WALD, _BOOTSTRAP, _RESIZED,
+     * _CLUSTER_JACKKNIFE or _CLUSTER_ONESTEP; never _AUTO).
      */
     hetreward_intervals method;
     /**
@@ -383,7 +383,7 @@ typedef struct hetreward_interval_info {
      */
     hetreward_intervals requested;
     /**
-     * Bootstrap refits B (0 for Wald).
+     * Bootstrap refits B (0 for Wald; the number of clusters G for the cluster methods).
      */
     size_t reps;
     /**
@@ -712,10 +712,23 @@ typedef struct hetreward_distributed_rounds {
 #define HETREWARD_INTERVALS_RESIZED 2
 
 /**
- * One of the three, picked at fit time from d1/n and n per parameter; the model says which
- * (hetreward_model_intervals()).
+ * Picked at fit time: with cluster (annotator) ids in the dataset the one-step cluster
+ * jackknife, else Wald, bootstrap or resized from d1/n and n per parameter; the model says
+ * which (hetreward_model_intervals()).
  */
 #define HETREWARD_INTERVALS_AUTO 3
+
+/**
+ * Cluster jackknife (CV3): refits leaving out each cluster (annotator), t(G-1) quantiles; the
+ * dataset needs cluster ids.
+ */
+#define HETREWARD_INTERVALS_CLUSTER_JACKKNIFE 4
+
+/**
+ * One-step cluster jackknife: CV3 with each refit replaced by one Newton step (no refits),
+ * t(G-1) quantiles; the dataset needs cluster ids.
+ */
+#define HETREWARD_INTERVALS_CLUSTER_ONESTEP 5
 
 /**
  * The gradient norm met the tolerance.

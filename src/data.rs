@@ -346,6 +346,51 @@ impl Dataset {
     }
 }
 
+impl Dataset {
+    /// The rows `rows` of this dataset, in that order (a row may repeat: a cluster bootstrap
+    /// resample), cluster ids kept. Not re-validated: the rows of a valid dataset are finite
+    /// with 0/1 labels, but a subset may leave `psi0` in the span of `psi` (one annotator's
+    /// rows) or have fewer rows than parameters; callers that fit a subset need neither check
+    /// (a leave-one-cluster-out refit starts at the full estimate), and callers that take one
+    /// cluster's sums only sum. `O(|rows| (d1 + d2))` copies.
+    ///
+    /// Panics if `rows` is empty or a row is out of range (a caller bug).
+    pub(crate) fn select_rows(&self, rows: &[usize]) -> Dataset {
+        assert!(!rows.is_empty(), "select_rows: at least one row");
+        let (d1, d2) = (self.d1, self.d2);
+        let z = match &*self.z {
+            Features::F64(v) => Features::F64(
+                rows.iter()
+                    .flat_map(|&i| v[i * d1..(i + 1) * d1].iter().copied())
+                    .collect(),
+            ),
+            Features::F32(v) => Features::F32(
+                rows.iter()
+                    .flat_map(|&i| v[i * d1..(i + 1) * d1].iter().copied())
+                    .collect(),
+            ),
+        };
+        Dataset {
+            n: rows.len(),
+            d1,
+            d2,
+            z: std::sync::Arc::new(z),
+            wide: WideCopy::default(),
+            psi0: std::sync::Arc::new(rows.iter().map(|&i| self.psi0[i]).collect()),
+            psi: std::sync::Arc::new(
+                rows.iter()
+                    .flat_map(|&i| self.psi[i * d2..(i + 1) * d2].iter().copied())
+                    .collect(),
+            ),
+            y: rows.iter().map(|&i| self.y[i]).collect(),
+            cluster: self
+                .cluster
+                .as_ref()
+                .map(|c| rows.iter().map(|&i| c[i]).collect()),
+        }
+    }
+}
+
 /// Relative residual below which `psi0` counts as lying in the span of the columns of `psi`.
 /// Far below any real signal: at `1e-6`, the information about the scale of theta is ~1e-12 of
 /// the rest, i.e. the scale is unidentifiable in practice too.

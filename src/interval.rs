@@ -10,10 +10,12 @@
 //! [`crate::calibrate::Calibration::rule`], until it is given an interval, a p-value and a
 //! pruning bound. `estimate +- q se` is built in one place ([`RewardInterval::symmetric`]).
 //!
-//! A leaf: it imports only the error type and the normal distribution.
+//! A leaf but for the cluster jackknife's interval ([`crate::cluster::interval`]): it imports
+//! the error type, the normal and t distributions.
 
+use crate::cluster::{Center, Df, Spread};
 use crate::error::{Error, Result};
-use crate::stats::{critical_value, two_sided_p_value};
+use crate::stats::{critical_value, t_critical_value, t_two_sided_p_value, two_sided_p_value};
 
 /// A point reward (or any linear functional) with its standard error and `(1 - alpha)`
 /// confidence interval, under the model's interval method.
@@ -73,6 +75,13 @@ pub(crate) enum Rule {
         /// The inflation estimate `alpha_hat` (> 0).
         alpha_hat: f64,
     },
+    /// The cluster jackknives (CV3): `estimate +- t_{df, 1-alpha/2} se` centred at the
+    /// full-data estimate (no bias correction), `se^2 = (G-1)/G sum_g (v_g - v_bar)^2` over
+    /// the `G` leave-one-cluster-out draws; the t(df) p-value of `estimate / se`.
+    Jackknife {
+        /// Degrees of freedom of the t quantile and p-value: `G - 1`.
+        df: f64,
+    },
 }
 
 /// A linear functional as the rule needs it: its estimate and target, and how to get its Wald
@@ -128,15 +137,16 @@ impl Rule {
     pub(crate) fn uses_draws(&self) -> bool {
         match self {
             Rule::Wald => false,
-            Rule::Percentile | Rule::Resized { .. } => true,
+            Rule::Percentile | Rule::Resized { .. } | Rule::Jackknife { .. } => true,
         }
     }
 
-    /// The critical value the rule's symmetric intervals use at level `alpha` (every method's
-    /// today is the normal's; a t rule with `df` degrees of freedom would return its own).
+    /// The critical value the rule's symmetric intervals use at level `alpha`: the normal's,
+    /// or t(df)'s for the cluster jackknives.
     pub(crate) fn quantile(&self, alpha: f64) -> f64 {
-        match self {
+        match *self {
             Rule::Wald | Rule::Percentile | Rule::Resized { .. } => critical_value(alpha),
+            Rule::Jackknife { df } => t_critical_value(alpha, df),
         }
     }
 
@@ -183,6 +193,20 @@ impl Rule {
                     p_value: normal_p_value(&interval),
                 }
             }
+            Rule::Jackknife { df } => {
+                let interval = crate::cluster::interval(
+                    f.estimate,
+                    &(f.draws)(),
+                    Spread::Jackknife,
+                    Center::Estimate,
+                    Df::Fixed(df),
+                    alpha,
+                );
+                Estimate {
+                    interval,
+                    p_value: zero_aware_p_value(&interval, |t| t_two_sided_p_value(t, df)),
+                }
+            }
         }
     }
 
@@ -205,7 +229,7 @@ impl Rule {
                     .map(|(&r, se)| RewardInterval::symmetric(r, se, q))
                     .collect()
             }
-            Rule::Percentile | Rule::Resized { .. } => {
+            Rule::Percentile | Rule::Resized { .. } | Rule::Jackknife { .. } => {
                 let one = |k: usize| {
                     self.estimate(
                         Functional {
@@ -255,7 +279,9 @@ impl Rule {
                     se: 3.0 * max_norm / alpha_hat,
                 })
             }
-            Rule::Percentile => None,
+            // The lower bound of a t interval over the jackknife's spread is not covered by
+            // the bounds above: no pruning.
+            Rule::Percentile | Rule::Jackknife { .. } => None,
         }
     }
 }
@@ -263,8 +289,14 @@ impl Rule {
 /// The normal two-sided p-value of `reward / se` (1 for `0 / 0`, 0 for a non-zero estimate
 /// with no spread).
 fn normal_p_value(i: &RewardInterval) -> f64 {
+    zero_aware_p_value(i, two_sided_p_value)
+}
+
+/// `p(reward / se)` for a two-sided p-value `p` (1 for `0 / 0`, 0 for a non-zero estimate with
+/// no spread).
+fn zero_aware_p_value(i: &RewardInterval, p: impl FnOnce(f64) -> f64) -> f64 {
     if i.se > 0.0 {
-        two_sided_p_value(i.reward / i.se)
+        p(i.reward / i.se)
     } else if i.reward == 0.0 {
         1.0
     } else {

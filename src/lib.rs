@@ -54,6 +54,7 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+pub mod cluster;
 pub mod codes;
 pub mod coefficients;
 pub mod data;

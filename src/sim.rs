@@ -153,3 +153,49 @@ pub fn high_dimensional(n: usize, d1: usize, d2: usize, seed: u64) -> (Dataset, 
         .expect("high-dimensional data needs n > d1 + d2");
     (data, crate::Params { theta, gamma })
 }
+
+/// True reward parameter of the annotator design ([`annotator_effects`]).
+pub const ANNOTATOR_THETA: [f64; 6] = [0.8, -0.6, 0.5, 0.4, -0.3, 0.2];
+/// True rationality parameter of the annotator design: (expert flag, continuous covariate).
+pub const ANNOTATOR_GAMMA: [f64; 2] = [0.5, 0.25];
+/// Share of expert annotators in the annotator design.
+pub const EXPERT_SHARE: f64 = 0.3;
+
+/// Issue 20's design: `g` annotators judge `m` pairs each; annotator `c` has an expert flag
+/// `e_c ~ Bern(0.3)`, a continuous covariate `x_c ~ N(0,1)` and an unrecorded effect
+/// `u_c ~ N(0, tau^2)`, so that its rationality is
+/// `sigma = 1 + 0.5 e_c + 0.25 x_c + u_c` ([`ANNOTATOR_GAMMA`]); `psi0 = 1`, `psi = (e_c, x_c)`,
+/// `z ~ N(0, I_6)`, `y ~ Bern(mu(sigma ANNOTATOR_THETA . z))`, cluster id `c`. With `tau > 0`
+/// the working model (no `u`) is misspecified: its limit is the fit of a huge sample with
+/// `m = 1`. Deterministic for a seed.
+///
+/// Panics if `g * m <= 8` (too few samples for the 8 parameters).
+pub fn annotator_effects(g: usize, m: usize, tau: f64, seed: u64) -> Dataset {
+    let mut rng = rng(seed);
+    let n = g * m;
+    let d1 = ANNOTATOR_THETA.len();
+    let mut z = Vec::with_capacity(n * d1);
+    let mut psi = Vec::with_capacity(2 * n);
+    let mut y = Vec::with_capacity(n);
+    let mut cluster = Vec::with_capacity(n);
+    for c in 0..g {
+        let expert = if rng.random::<f64>() < EXPERT_SHARE {
+            1.0
+        } else {
+            0.0
+        };
+        let x: f64 = rng.sample(StandardNormal);
+        let u = tau * rng.sample::<f64, _>(StandardNormal);
+        let sigma = 1.0 + ANNOTATOR_GAMMA[0] * expert + ANNOTATOR_GAMMA[1] * x + u;
+        for _ in 0..m {
+            let zi: Vec<f64> = (0..d1).map(|_| rng.sample(StandardNormal)).collect();
+            let prob = sigmoid(sigma * dot(&ANNOTATOR_THETA, &zi));
+            y.push(if rng.random::<f64>() < prob { 1.0 } else { 0.0 });
+            z.extend(zi);
+            psi.extend_from_slice(&[expert, x]);
+            cluster.push(c as i64);
+        }
+    }
+    Dataset::new(d1, 2, z, vec![1.0; n], psi, y, Some(cluster))
+        .expect("annotator data need n > 8 and both expert and non-expert annotators")
+}

@@ -1,7 +1,7 @@
-//! The normal distribution: quantiles for confidence intervals and two-sided p-values.
-//! Thin wrappers over `statrs` so the rest of the crate reads as the formulas do.
+//! The normal and Student's t distributions: quantiles for confidence intervals and two-sided
+//! p-values. Thin wrappers over `statrs` so the rest of the crate reads as the formulas do.
 
-use statrs::distribution::{ContinuousCDF, Normal};
+use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 use statrs::function::erf::erfc;
 
 /// `q_{1-alpha/2}`, the two-sided critical value of the standard normal for level `alpha`
@@ -20,6 +20,32 @@ pub fn critical_value(alpha: f64) -> f64 {
 /// `erfc` so tiny p-values keep their precision.
 pub fn two_sided_p_value(z: f64) -> f64 {
     erfc(z.abs() / std::f64::consts::SQRT_2)
+}
+
+/// `t_{df, 1-alpha/2}`, the two-sided critical value of Student's t with `df > 0` degrees of
+/// freedom (2.022691 for `alpha = 0.05, df = 39`); the normal's [`critical_value`] for
+/// infinite `df`. `alpha` in (0, 1) (checked by callers).
+pub fn t_critical_value(alpha: f64, df: f64) -> f64 {
+    if !df.is_finite() {
+        return critical_value(alpha);
+    }
+    let tail = (alpha / 2.0).max(f64::from_bits(1));
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) => -t.inverse_cdf(tail),
+        Err(_) => f64::INFINITY,
+    }
+}
+
+/// Two-sided p-value of the statistic `t` under Student's t with `df` degrees of freedom (the
+/// normal's [`two_sided_p_value`] for infinite `df`).
+pub fn t_two_sided_p_value(t: f64, df: f64) -> f64 {
+    if !df.is_finite() {
+        return two_sided_p_value(t);
+    }
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(dist) => (2.0 * dist.cdf(-t.abs())).min(1.0),
+        Err(_) => 1.0,
+    }
 }
 
 #[cfg(test)]
@@ -49,5 +75,15 @@ mod tests {
         assert!(critical_value(1.0 - f64::EPSILON) > 0.0);
         let tiny = two_sided_p_value(30.0); // scipy: 9.81342785429749e-198, no cancellation to 0
         assert!((tiny / 9.81342785429749e-198 - 1.0).abs() < 1e-9, "{tiny}");
+    }
+
+    #[test]
+    fn student_t_textbook_values() {
+        // R: qt(0.975, c(39, 9, 1)); 2 * pt(-2, 9) (Simpson on the density: 0.0765528).
+        assert!((t_critical_value(0.05, 39.0) - 2.022690911734728).abs() < 1e-7);
+        assert!((t_critical_value(0.05, 9.0) - 2.262157162798205).abs() < 1e-7);
+        assert!((t_critical_value(0.05, 1.0) - 12.70620473617471).abs() < 1e-5);
+        assert_eq!(t_critical_value(0.05, f64::INFINITY), critical_value(0.05));
+        assert!((t_two_sided_p_value(2.0, 9.0) - 0.07655282377069206).abs() < 1e-7);
     }
 }

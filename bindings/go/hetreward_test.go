@@ -807,7 +807,17 @@ func TestFinalizers(t *testing.T) {
 }
 
 func TestIntervalsAutoAndWaldCopy(t *testing.T) {
-	ds := mustDataset(t, makeData(300, 5))
+	// With annotator ids auto picks the one-step cluster jackknife (one draw per annotator).
+	cp := hetreward.DefaultFitParams()
+	cp.Intervals = hetreward.IntervalsAuto
+	clustered := fit(t, mustDataset(t, makeData(300, 5)), cp)
+	if ci, err := clustered.Intervals(); err != nil || ci.Method != hetreward.IntervalsClusterOneStep || ci.Reps != 20 {
+		t.Fatalf("clustered auto: %+v %v", ci, err)
+	}
+	// Without them, by the problem's shape (issue 11).
+	d := makeData(300, 5)
+	d.cluster = nil
+	ds := mustDataset(t, d)
 	p := hetreward.DefaultFitParams()
 	if p.Intervals != hetreward.IntervalsWald || p.BootstrapReps != 0 {
 		t.Fatalf("defaults: %v %d", p.Intervals, p.BootstrapReps)

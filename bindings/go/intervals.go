@@ -21,8 +21,13 @@ const (
 	IntervalsBootstrap Intervals = C.HETREWARD_INTERVALS_BOOTSTRAP
 	// IntervalsResized is the adaptively resized parametric bootstrap (high dimension).
 	IntervalsResized Intervals = C.HETREWARD_INTERVALS_RESIZED
-	// IntervalsAuto picks one of the three at fit time; the model says which.
+	// IntervalsAuto picks at fit time (the one-step cluster jackknife when the dataset has
+	// cluster ids); the model says which.
 	IntervalsAuto Intervals = C.HETREWARD_INTERVALS_AUTO
+	// IntervalsClusterJackknife refits leaving out each cluster (annotator), t(G-1) quantiles.
+	IntervalsClusterJackknife Intervals = C.HETREWARD_INTERVALS_CLUSTER_JACKKNIFE
+	// IntervalsClusterOneStep is the cluster jackknife by one Newton step per cluster.
+	IntervalsClusterOneStep Intervals = C.HETREWARD_INTERVALS_CLUSTER_ONESTEP
 )
 
 func (i Intervals) String() string {
@@ -35,6 +40,10 @@ func (i Intervals) String() string {
 		return "resized"
 	case IntervalsAuto:
 		return "auto"
+	case IntervalsClusterJackknife:
+		return "cluster-jackknife"
+	case IntervalsClusterOneStep:
+		return "cluster-onestep"
 	}
 	return fmt.Sprintf("Intervals(%d)", uint32(i))
 }

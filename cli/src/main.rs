@@ -24,7 +24,7 @@ mod json;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 use demo::DemoOptions;
-use hetreward::calibrate::{IntervalMethod, IntervalOptions};
+use hetreward::calibrate::{auto_reason, IntervalMethod, IntervalOptions};
 use hetreward::codes::Coded;
 use hetreward::fit::{
     FitControl, FitOptions, FitReport, Init, InitKind, Progress, SolverKind, Termination,
@@ -326,8 +326,11 @@ struct FitArgs {
     #[arg(long, value_parser = choice::<CovarianceKind>(), default_value = CovarianceKind::default().name())]
     covariance: CovarianceKind,
     /// Confidence intervals: wald (the paper's; default), bootstrap (parametric, percentile;
-    /// small samples), resized (adaptively resized bootstrap; high dimension) or auto (picks by
-    /// d1/n and n per parameter, and says what it picked). Seeded by --seed.
+    /// small samples), resized (adaptively resized bootstrap; high dimension),
+    /// cluster-jackknife (refits leaving out each annotator; needs a cluster column),
+    /// cluster-onestep (the same by one Newton step each, no refits) or auto (with a cluster
+    /// column cluster-onestep, else picks by d1/n and n per parameter; says what it picked).
+    /// Seeded by --seed.
     #[arg(long, value_parser = choice::<IntervalMethod>(), default_value = IntervalOptions::default().method.name())]
     intervals: IntervalMethod,
     /// Bootstrap refits B (default 400 for bootstrap, 100 for resized; 10..=100000).
@@ -626,6 +629,9 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         None => None,
     };
     print_model(&model, args.all_rows, out)?;
+    if data.cluster().is_some() {
+        print_heterogeneity(&data, &model, args.threads, out)?;
+    }
     if args.profile {
         print_profile(&data, &model, args.threads, out)?;
     }
@@ -634,6 +640,62 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         f.commit()?;
     }
     model_out.commit()?;
+    Ok(())
+}
+
+/// The annotator-heterogeneity diagnostic of a fit whose data have cluster ids (issue 20),
+/// with its warning unless the model's intervals are already cluster-aware.
+fn print_heterogeneity(
+    data: &Dataset,
+    model: &RewardModel,
+    threads: usize,
+    out: &mut Out,
+) -> Result<(), Failure> {
+    let h = match hetreward::parallel::run_in_pool(threads, || {
+        hetreward::cluster::heterogeneity(data, model.params())
+    })? {
+        Ok(h) => h,
+        Err(e) => {
+            outln!(out, "heterogeneity: not computed ({e})");
+            return Ok(());
+        }
+    };
+    let d1 = model.d1();
+    let name = |c: usize| {
+        if c < d1 {
+            format!("theta_{c}")
+        } else {
+            format!("gamma_{}", c - d1)
+        }
+    };
+    let (theta_max, gamma_max) = (
+        h.design_effects[..d1].iter().fold(0.0f64, |m, &v| m.max(v)),
+        h.design_effects[d1..].iter().fold(0.0f64, |m, &v| m.max(v)),
+    );
+    outln!(
+        out,
+        "heterogeneity: {} clusters; design effect (cluster-robust / model variance) max {:.2} \
+         over theta, {:.2} over gamma; most significant {} {:.2} ({:.1} noise SDs above 1): an \
+         interval assuming independent comparisons covers it ~{:.0}%",
+        h.clusters,
+        theta_max,
+        gamma_max,
+        name(h.worst),
+        h.design_effects[h.worst],
+        h.excess_z[h.worst],
+        100.0 * h.independent_coverage
+    );
+    if let Some(w) = &h.warning {
+        if model.calibration().method().is_cluster() {
+            outln!(
+                out,
+                "note: {w} (this model's intervals are cluster-aware: {})",
+                model.calibration().method().name()
+            );
+        } else {
+            outln!(out, "warning: {w}");
+        }
+    }
     Ok(())
 }
 
@@ -1058,7 +1120,15 @@ fn print_model(model: &RewardModel, all_rows: bool, out: &mut Out) -> Result<(),
             c.seed(),
             c.diverged()
         ),
-        _ => outln!(
+        IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => outln!(
+            out,
+            "intervals: {}{picked}, G = {} clusters, t({}) quantiles ({} refits did not converge)",
+            c.method().name(),
+            c.reps(),
+            c.reps().saturating_sub(1),
+            c.diverged()
+        ),
+        IntervalMethod::Resized | IntervalMethod::Auto => outln!(
             out,
             "intervals: resized{picked}, B = {} refits (seed {}, {} did not converge); shrink {:.4}, alpha_hat {:.4}, c_hat {:.4}",
             c.reps(),
@@ -1068,6 +1138,9 @@ fn print_model(model: &RewardModel, all_rows: bool, out: &mut Out) -> Result<(),
             c.alpha_hat(),
             c.c_hat()
         ),
+    }
+    if c.requested() == IntervalMethod::Auto {
+        outln!(out, "auto: {}", auto_reason(c.method()));
     }
     let d = model.diagnostics();
     outln!(

@@ -1713,3 +1713,67 @@ fn endless_and_huge_inputs_are_refused_in_bounded_time_and_memory() {
     }
     assert!(!out.exists());
 }
+
+#[test]
+fn fit_with_cluster_ids_uses_cluster_intervals_under_auto_and_reports_heterogeneity() {
+    use hetreward::calibrate::{IntervalMethod, IntervalOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let data = hetreward::sim::annotator_effects(40, 40, 0.6, 6);
+    let (d1, d2) = (data.d1(), data.d2());
+    let mut header = vec!["cluster".to_string(), "y".to_string(), "psi0".to_string()];
+    header.extend((1..=d1).map(|j| format!("z{j}")));
+    header.extend((1..=d2).map(|k| format!("psi{k}")));
+    let mut text = header.join(",") + "\n";
+    for i in 0..data.n() {
+        let mut row = vec![
+            data.cluster().unwrap()[i].to_string(),
+            data.y()[i].to_string(),
+            data.psi0()[i].to_string(),
+        ];
+        row.extend(data.z_row(i).iter().map(f64::to_string));
+        row.extend(data.psi_row(i).iter().map(f64::to_string));
+        text += &(row.join(",") + "\n");
+    }
+    let path = dir.path().join("annotators.csv");
+    std::fs::write(&path, text).unwrap();
+    let out = dir.path().join("m.hrm");
+    let auto = ok(&["fit", s(&path), "--out", s(&out), "--intervals", "auto"]);
+    assert!(
+        auto.contains("intervals: cluster-onestep (picked by auto), G = 40 clusters, t(39)"),
+        "{auto}"
+    );
+    assert!(
+        auto.contains("auto: the data have cluster (annotator) ids"),
+        "{auto}"
+    );
+    assert!(auto.contains("heterogeneity: 40 clusters"), "{auto}");
+    assert!(!auto.contains("warning: annotators differ"), "{auto}");
+    // The CLI reports the library's cluster-jackknife interval of gamma[0].
+    let library = RewardModel::estimate_with(
+        &data,
+        &FitOptions::default(),
+        CovarianceKind::Expected,
+        &IntervalOptions {
+            method: IntervalMethod::ClusterOneStep,
+            reps: None,
+            seed: 0,
+        },
+        &FitControl::default(),
+    )
+    .unwrap();
+    let ci = library.gamma_interval(0, 0.05);
+    assert!(auto.contains(&format!("{:.6}", ci.lower)), "{auto}\n{ci:?}");
+    let loaded = model_file::load(&out).unwrap();
+    assert_eq!(loaded.params(), library.params());
+    assert_eq!(loaded.calibration().requested(), IntervalMethod::Auto);
+    assert_eq!(
+        loaded.calibration().gamma_draws(),
+        library.calibration().gamma_draws()
+    );
+    // Independent intervals on the same data: the diagnostic warns in plain words.
+    let wald = ok(&["fit", s(&path), "--out", s(&out)]);
+    assert!(
+        wald.contains("warning: annotators differ beyond their covariates"),
+        "{wald}"
+    );
+}

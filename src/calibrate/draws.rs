@@ -47,6 +47,8 @@ pub enum Stream {
     ShrinkSearch,
     /// The resized bootstrap's final draws.
     Resized,
+    /// The cluster (pairs) bootstrap's resamples of clusters ([`crate::cluster`]).
+    ClusterBootstrap,
 }
 
 /// What every refit shares: the tolerance, the estimator's options (the fallback of a refit
@@ -118,7 +120,7 @@ pub fn logits(data: &Dataset, truth: &Params) -> Vec<f64> {
 
 /// The seed of draw `b` of `stream`: splitmix64 of the three, so neighbouring seeds give
 /// unrelated streams.
-fn draw_seed(seed: u64, stream: Stream, b: usize) -> u64 {
+pub(crate) fn draw_seed(seed: u64, stream: Stream, b: usize) -> u64 {
     let mut x = seed
         ^ (stream as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03)
         ^ (b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -230,18 +232,35 @@ fn sequential(
     (0..reps)
         .into_par_iter()
         .map(|b| {
-            let sample = data.with_labels(labels(u, seed, stream, b));
-            let limits = Limits {
-                tol: settings.tol,
-                max_iter: REFIT_MAX_ITER,
-            };
-            let run = refit(&sample, start.clone(), limits, None, settings.cancel)?;
-            if run.termination == Termination::Converged {
-                return Ok((run.state.params, true));
-            }
-            lower_optimum(&sample, start, run.state.params, run.state.nll, settings)
+            warm_refit(
+                &data.with_labels(labels(u, seed, stream, b)),
+                start,
+                settings,
+            )
         })
         .collect()
+}
+
+/// One refit of `sample` warm-started at `start` (dense Newton or Newton-CG with its own
+/// preconditioner), solved again by the estimator itself when it does not converge
+/// ([`lower_optimum`]): the refit of the parametric bootstrap and of the cluster methods
+/// ([`crate::cluster`]). Returns the estimate and whether it converged.
+///
+/// Errors: [`crate::Error::Cancelled`].
+pub(crate) fn warm_refit(
+    sample: &Dataset,
+    start: &Params,
+    settings: &Settings,
+) -> Result<(Params, bool)> {
+    let limits = Limits {
+        tol: settings.tol,
+        max_iter: REFIT_MAX_ITER,
+    };
+    let run = refit(sample, start.clone(), limits, None, settings.cancel)?;
+    if run.termination == Termination::Converged {
+        return Ok((run.state.params, true));
+    }
+    lower_optimum(sample, start, run.state.params, run.state.nll, settings)
 }
 
 /// A warm refit that did not converge (ending at `params` with mean NLL `nll`) against the

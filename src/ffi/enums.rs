@@ -54,9 +54,16 @@ pub const HETREWARD_INTERVALS_BOOTSTRAP: hetreward_intervals = 1;
 /// Adaptively resized parametric bootstrap (high dimension, d1/n of a few percent; B default
 /// 100).
 pub const HETREWARD_INTERVALS_RESIZED: hetreward_intervals = 2;
-/// One of the three, picked at fit time from d1/n and n per parameter; the model says which
-/// (hetreward_model_intervals()).
+/// Picked at fit time: with cluster (annotator) ids in the dataset the one-step cluster
+/// jackknife, else Wald, bootstrap or resized from d1/n and n per parameter; the model says
+/// which (hetreward_model_intervals()).
 pub const HETREWARD_INTERVALS_AUTO: hetreward_intervals = 3;
+/// Cluster jackknife (CV3): refits leaving out each cluster (annotator), t(G-1) quantiles; the
+/// dataset needs cluster ids.
+pub const HETREWARD_INTERVALS_CLUSTER_JACKKNIFE: hetreward_intervals = 4;
+/// One-step cluster jackknife: CV3 with each refit replaced by one Newton step (no refits),
+/// t(G-1) quantiles; the dataset needs cluster ids.
+pub const HETREWARD_INTERVALS_CLUSTER_ONESTEP: hetreward_intervals = 5;
 
 /// Why the solver stopped: one of the HETREWARD_TERMINATION_* values.
 #[allow(non_camel_case_types)]
@@ -135,6 +142,8 @@ c_codes!(IntervalMethod {
     Bootstrap = HETREWARD_INTERVALS_BOOTSTRAP,
     Resized = HETREWARD_INTERVALS_RESIZED,
     Auto = HETREWARD_INTERVALS_AUTO,
+    ClusterJackknife = HETREWARD_INTERVALS_CLUSTER_JACKKNIFE,
+    ClusterOneStep = HETREWARD_INTERVALS_CLUSTER_ONESTEP,
 });
 c_codes!(Termination {
     Converged = HETREWARD_TERMINATION_CONVERGED,

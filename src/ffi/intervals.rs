@@ -41,12 +41,12 @@ pub(crate) fn interval_options(p: &hetreward_fit_params) -> Result<IntervalOptio
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[allow(non_camel_case_types)]
 pub struct hetreward_interval_info {
-    /// The method the model's intervals use (HETREWARD_INTERVALS_WALD, _BOOTSTRAP or
-    /// _RESIZED; never _AUTO).
+    /// The method the model's intervals use (HETREWARD_INTERVALS_WALD, _BOOTSTRAP, _RESIZED,
+    /// _CLUSTER_JACKKNIFE or _CLUSTER_ONESTEP; never _AUTO).
     pub method: hetreward_intervals,
     /// The method asked for at fit time (HETREWARD_INTERVALS_AUTO when auto picked `method`).
     pub requested: hetreward_intervals,
-    /// Bootstrap refits B (0 for Wald).
+    /// Bootstrap refits B (0 for Wald; the number of clusters G for the cluster methods).
     pub reps: usize,
     /// Refits that converged from neither the warm start nor the estimator's own starts (kept at
     /// their last iterate).
@@ -387,7 +387,7 @@ mod tests {
     fn interval_params_are_checked() {
         let mut fitter = null_mut();
         for (intervals, reps, needle) in [
-            (4, 0, "params.intervals"),
+            (6, 0, "params.intervals"),
             (HETREWARD_INTERVALS_BOOTSTRAP, 9, "params.bootstrap_reps"),
             (
                 HETREWARD_INTERVALS_RESIZED,

@@ -16,7 +16,8 @@
 //!          L, the lower Cholesky factor of Cov(theta_hat), row-major lower triangle f64[d1(d1+1)/2] |
 //!          Cov(gamma_hat) f64[d2*d2] row-major |
 //!          -- version 2 onwards: the interval method (issue 11) --
-//!          requested u8 | method u8 (0 wald, 1 bootstrap, 2 resized, 3 auto) |
+//!          requested u8 | method u8 (0 wald, 1 bootstrap, 2 resized, 3 auto,
+//!          4 cluster-jackknife, 5 cluster-onestep) |
 //!          reps B u64 | seed u64 | diverged u64 | shrink f64 | alpha_hat f64 | c_hat f64 |
 //!          gamma_bias f64[d2, or 0 when B = 0] | theta draws f32[B*d1] | gamma draws f32[B*d2]
 //! ```
@@ -728,6 +729,38 @@ mod tests {
             &FitControl::default(),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn cluster_jackknife_draws_round_trip_exactly() {
+        let data = crate::sim::annotator_effects(20, 15, 0.5, 4);
+        for method in [
+            IntervalMethod::ClusterJackknife,
+            IntervalMethod::ClusterOneStep,
+            IntervalMethod::Auto,
+        ] {
+            let model = RewardModel::estimate_with(
+                &data,
+                &FitOptions::default(),
+                CovarianceKind::Expected,
+                &crate::calibrate::IntervalOptions {
+                    method,
+                    reps: None,
+                    seed: 0,
+                },
+                &FitControl::default(),
+            )
+            .unwrap();
+            assert!(model.calibration().method().is_cluster());
+            assert_eq!(model.calibration().reps(), 20);
+            let back = from_bytes(&to_bytes(&model), "<buffer>").unwrap();
+            assert_eq!(back, model);
+            let phi = [0.1, 0.2, 0.3, -0.1, 0.0, 0.4];
+            assert_eq!(
+                back.score(&phi, 0.05).unwrap(),
+                model.score(&phi, 0.05).unwrap()
+            );
+        }
     }
 
     #[test]

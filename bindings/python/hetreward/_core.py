@@ -27,7 +27,8 @@ INITS = {"default": 0, "random": 1, "explicit": 2}
 TERMINATIONS = {0: "converged", 1: "max_iterations", 2: "stalled", 3: "diverged"}
 DIFF_METHODS = {"exact": 0, "independent": 1, "bound": 2}
 POLICIES = {"bon": 0, "pbon": 1}
-INTERVALS = {"wald": 0, "bootstrap": 1, "resized": 2, "auto": 3}
+INTERVALS = {"wald": 0, "bootstrap": 1, "resized": 2, "auto": 3, "cluster-jackknife": 4,
+             "cluster-onestep": 5}
 COEFFICIENTS = {"theta": 0, "gamma": 1, "all": 2}
 #: Verdict codes of Model.compare's ``verdict`` field, by value.
 VERDICTS = ("tie", "win", "loss")
@@ -328,8 +329,9 @@ class Fitter(_Handle):
     ``eta1`` 0.1, ``eta2`` 0.08 (agd step sizes); ``max_iter`` 0 = the solver's default;
     ``tol`` 1e-8; ``seed`` 0; ``init`` "default", "random" or "explicit" (with ``theta0``,
     ``gamma0``); ``restarts`` 2; ``threads`` 0 = all cores (results do not depend on it);
-    ``require_converged`` False; ``intervals`` "wald" (the paper's), "bootstrap", "resized" or
-    "auto" (see Model.intervals); ``bootstrap_reps`` 0 = the method's default (10..100000). A
+    ``require_converged`` False; ``intervals`` "wald" (the paper's), "bootstrap", "resized",
+    "cluster-jackknife", "cluster-onestep" (both need cluster ids) or "auto" (see
+    Model.intervals); ``bootstrap_reps`` 0 = the method's default (10..100000). A
     Fitter pickles as its options.
     """
 

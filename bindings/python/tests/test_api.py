@@ -460,7 +460,12 @@ def test_library_lookup():
 
 
 def test_calibrated_intervals():
-    d = make_data(300, 4)
+    # Without annotator ids auto picks by shape (issue 11); with them, the cluster jackknife.
+    d = {**make_data(300, 4), "cluster": None}
+    with hr.Dataset(**make_data(300, 4)) as ds:
+        with hr.Fitter(intervals="auto") as f, f.fit(ds) as m:
+            info = m.intervals()
+            assert (info["requested"], info["method"], info["reps"]) == ("auto", "cluster-onestep", 20)
     with hr.Dataset(**d) as ds:
         with hr.Fitter(intervals="auto", bootstrap_reps=30, seed=2) as f:
             m = f.fit(ds)

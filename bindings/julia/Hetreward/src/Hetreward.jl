@@ -79,6 +79,8 @@ const HETREWARD_INTERVALS_WALD = hetreward_intervals(0)
 const HETREWARD_INTERVALS_BOOTSTRAP = hetreward_intervals(1)
 const HETREWARD_INTERVALS_RESIZED = hetreward_intervals(2)
 const HETREWARD_INTERVALS_AUTO = hetreward_intervals(3)
+const HETREWARD_INTERVALS_CLUSTER_JACKKNIFE = hetreward_intervals(4)
+const HETREWARD_INTERVALS_CLUSTER_ONESTEP = hetreward_intervals(5)
 const HETREWARD_COEFFICIENTS_THETA = hetreward_coefficients(0)
 const HETREWARD_COEFFICIENTS_GAMMA = hetreward_coefficients(1)
 const HETREWARD_COEFFICIENTS_ALL = hetreward_coefficients(2)
@@ -515,7 +517,9 @@ const METHODS = Dict(:exact => HETREWARD_DIFF_EXACT, :independent => HETREWARD_D
                      :bound => HETREWARD_DIFF_BOUND)
 const POLICIES = Dict(:bon => HETREWARD_POLICY_BON, :pbon => HETREWARD_POLICY_PBON)
 const INTERVALS = Dict(:wald => HETREWARD_INTERVALS_WALD, :bootstrap => HETREWARD_INTERVALS_BOOTSTRAP,
-                       :resized => HETREWARD_INTERVALS_RESIZED, :auto => HETREWARD_INTERVALS_AUTO)
+                       :resized => HETREWARD_INTERVALS_RESIZED, :auto => HETREWARD_INTERVALS_AUTO,
+                       :cluster_jackknife => HETREWARD_INTERVALS_CLUSTER_JACKKNIFE,
+                       :cluster_onestep => HETREWARD_INTERVALS_CLUSTER_ONESTEP)
 const TERMINATIONS = Dict(HETREWARD_TERMINATION_CONVERGED => :converged,
                           HETREWARD_TERMINATION_MAX_ITERATIONS => :max_iterations,
                           HETREWARD_TERMINATION_STALLED => :stalled,
@@ -647,7 +651,8 @@ Fit options; keywords left out keep the library's defaults (eta1 0.1, eta2 0.08,
 the solver's default, tol 1e-8, seed 0, restarts 2, threads 0 = all cores,
 require_converged false). `solver` is `:newton` or `:agd`; `covariance` `:expected`,
 `:observed`, `:robust` or `:cluster`; `init` `:default`, `:random` or `:explicit` (with
-`theta0`, `gamma0`); `intervals` `:wald` (the paper's), `:bootstrap`, `:resized` or `:auto`
+`theta0`, `gamma0`); `intervals` `:wald` (the paper's), `:bootstrap`, `:resized`, `:cluster_jackknife`,
+`:cluster_onestep` (both need cluster ids) or `:auto`
 (see [`intervals`](@ref)), `bootstrap_reps` B (0 = the method's default). Progress callbacks
 are not exposed in Julia (see the README); cancel a fit from another task with
 [`cancel!`](@ref).

@@ -1,0 +1,347 @@
+//! Coverage of 95% intervals when annotators differ beyond their covariates (issue 20): the
+//! annotator design of `sim::annotator_effects` (G annotators x m comparisons, a per-annotator
+//! random effect u ~ N(0, tau^2) added to the rationality, d1 = 6, d2 = 2: an expert flag and
+//! a continuous covariate). The target is the working model's limit (the fit of a sample of
+//! `LIMIT_N` comparisons, one per annotator). Every method is measured on the same datasets:
+//!
+//! * `wald`: the paper's Wald interval (expected information);
+//! * `bootstrap`: the product's parametric percentile bootstrap (B = `B`, default 400), which
+//!   redraws labels independently;
+//! * `cr0`, `cr1-t`: the cluster-robust sandwich, normal (CR0) / CR1 with t(G-1);
+//! * `cv3-t`, `cv3-eff`, `cv3-bc`: the exact leave-one-cluster-out jackknife (warm refits) with
+//!   t(G-1), with t(effective df), and centred at the bias-corrected estimate;
+//! * `os-t`, `os-eff`: the one-step jackknife `b + (H - H_g)^-1 s_g` with t(G-1) / effective df;
+//! * `pairs-pct`, `pairs-sd-t`: the cluster pairs bootstrap (B = `CB`, default 199),
+//!   percentile and SD with t(G-1).
+//!
+//! One design (short, the CI size):
+//!
+//! ```text
+//! G=40 M=40 TAU=0.6 R=100 cargo run --release --example cluster_coverage
+//! ```
+//!
+//! The issue's full table (G = 40 x 40 and 300 x 10, tau in {0, 0.3, 0.6}, 400 datasets each,
+//! every method; a few hours on 2 shared cores — the README's table, 4 methods with B = 200,
+//! took 100-700 s per design), written to `target/cluster-coverage.md`:
+//!
+//! ```text
+//! FULL=1 cargo run --release --example cluster_coverage
+//! ```
+//!
+//! `METHODS=wald,bootstrap,os-eff` restricts the methods (Wald is always measured: the lengths
+//! are relative to it). Datasets whose fit does not reach a finite optimum are counted and
+//! left out. Seeds are fixed: dataset `r` of design `(G, M, tau)` has seed
+//! `20_000_000 + 1_000_000 * tau10 + 1_000 * G + r`.
+
+use hetreward::calibrate::{calibrate, quantile_sorted, IntervalMethod, IntervalOptions};
+use hetreward::cluster::{
+    interval, jackknife, one_step_jackknife, pairs_bootstrap, sandwich, Center, ClusterDraws,
+    Clusters, Df, Spread,
+};
+use hetreward::fit::{fit, FitControl, FitOptions};
+use hetreward::fitted::RewardInterval;
+use hetreward::inference::CovarianceKind;
+use hetreward::sim::{annotator_effects, ANNOTATOR_GAMMA, ANNOTATOR_THETA};
+use hetreward::{Params, RewardModel};
+use rayon::prelude::*;
+use std::fmt::Write;
+
+const ALPHA: f64 = 0.05;
+/// Fixed answers whose rewards are covered.
+const ANSWERS: [[f64; 6]; 3] = [
+    [0.5, 0.5, 0.5, 0.5, 0.5, 0.5],
+    [1.0, 0.5, 0.0, -0.5, 0.0, 0.25],
+    [-0.3, 0.8, 0.4, 0.1, -0.6, 0.2],
+];
+/// Quantity classes: theta (6 pooled), gamma expert, gamma continuous, rewards (3 pooled).
+const CLASSES: [&str; 4] = ["theta_j", "gamma_expert", "gamma_cont", "rewards"];
+const ALL_METHODS: [&str; 12] = [
+    "wald",
+    "bootstrap",
+    "cr0",
+    "cr1-t",
+    "os-t",
+    "os-eff",
+    "cv3-t",
+    "cv3-eff",
+    "cv3-bc",
+    "cv3-bc-eff",
+    "pairs-pct",
+    "pairs-sd-t",
+];
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The functionals `a` (length 8) with their class.
+fn functionals() -> Vec<(usize, Vec<f64>)> {
+    let mut out = Vec::new();
+    for j in 0..6 {
+        let mut a = vec![0.0; 8];
+        a[j] = 1.0;
+        out.push((0, a));
+    }
+    for k in 0..2 {
+        let mut a = vec![0.0; 8];
+        a[6 + k] = 1.0;
+        out.push((1 + k, a));
+    }
+    for phi in ANSWERS {
+        let mut a = phi.to_vec();
+        a.extend([0.0, 0.0]);
+        out.push((3, a));
+    }
+    out
+}
+
+/// The working model's limit at this tau.
+fn limit(tau: f64) -> Params {
+    if tau == 0.0 {
+        return Params {
+            theta: ANNOTATOR_THETA.to_vec(),
+            gamma: ANNOTATOR_GAMMA.to_vec(),
+        };
+    }
+    let n = env("LIMIT_N", 1_000_000usize);
+    let data = annotator_effects(n, 1, tau, 7_777);
+    fit(&data, &FitOptions::default(), &FitControl::default())
+        .expect("limit fit")
+        .params
+}
+
+/// Per method (in `methods` order), per class: hits, count, summed length.
+type Tally = Vec<[(usize, usize, f64); 4]>;
+
+fn one_dataset(
+    g: usize,
+    m: usize,
+    tau: f64,
+    seed: u64,
+    methods: &[&str],
+    truth: &[f64],
+) -> Option<Tally> {
+    let data = annotator_effects(g, m, tau, seed);
+    let options = FitOptions {
+        threads: 1,
+        seed,
+        ..FitOptions::default()
+    };
+    let model = RewardModel::estimate(
+        &data,
+        &options,
+        CovarianceKind::Expected,
+        &FitControl::default(),
+    )
+    .ok()?;
+    if !model.diagnostics().mle_finite {
+        return None;
+    }
+    let b = model.params().stacked();
+    let clusters = Clusters::of(&data).ok()?;
+    let gm1 = (g - 1) as f64;
+    let n = data.n() as f64;
+    let p = b.len() as f64;
+    let cr1 = g as f64 / gm1 * (n - 1.0) / (n - p);
+    let want = |name: &str| methods.contains(&name);
+    let boot = if want("bootstrap") {
+        let opts = IntervalOptions {
+            method: IntervalMethod::Bootstrap,
+            reps: Some(env("B", 400)),
+            seed,
+        };
+        let cal = calibrate(&data, &model, &opts, &options, None).ok()?;
+        Some(model.clone().with_calibration(cal).ok()?)
+    } else {
+        None
+    };
+    let sw = sandwich(&data, model.params(), &clusters).ok()?;
+    let os = if want("os-t") || want("os-eff") {
+        Some(one_step_jackknife(&data, model.params(), &clusters).ok()?)
+    } else {
+        None
+    };
+    let jk = if methods.iter().any(|m| m.starts_with("cv3")) {
+        Some(jackknife(&data, model.params(), &clusters, &options, None).ok()?)
+    } else {
+        None
+    };
+    let pb = if want("pairs-pct") || want("pairs-sd-t") {
+        let reps = env("CB", 199);
+        Some(pairs_bootstrap(&data, model.params(), &clusters, reps, seed, &options, None).ok()?)
+    } else {
+        None
+    };
+    let wald = model.wald();
+    let mut tally: Tally = vec![[(0, 0, 0.0); 4]; methods.len()];
+    for (class, a) in functionals() {
+        let hat: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+        let target: f64 = a.iter().zip(truth).map(|(x, y)| x * y).sum();
+        let coef = a.iter().position(|&v| v == 1.0).filter(|_| class < 3);
+        let product = |mdl: &RewardModel| -> RewardInterval {
+            match coef {
+                Some(j) if j < 6 => mdl.theta_interval(j, ALPHA),
+                Some(j) => mdl.gamma_interval(j - 6, ALPHA),
+                None => mdl.reward_interval(&a[..6], ALPHA),
+            }
+        };
+        let proj = |d: &ClusterDraws| d.projections(&a);
+        for (mi, &name) in methods.iter().enumerate() {
+            let ci = match name {
+                "wald" => product(&wald),
+                "bootstrap" => product(boot.as_ref()?),
+                "cr0" => interval(
+                    hat,
+                    &proj(&sw),
+                    Spread::Sandwich(1.0),
+                    Center::Estimate,
+                    Df::Fixed(f64::INFINITY),
+                    ALPHA,
+                ),
+                "cr1-t" => interval(
+                    hat,
+                    &proj(&sw),
+                    Spread::Sandwich(cr1),
+                    Center::Estimate,
+                    Df::Fixed(gm1),
+                    ALPHA,
+                ),
+                "os-t" | "os-eff" | "cv3-t" | "cv3-eff" | "cv3-bc" | "cv3-bc-eff" => {
+                    let d = if name.starts_with("os") { &os } else { &jk };
+                    let df = if name.ends_with("eff") {
+                        Df::Effective(env("KURT", 3.0))
+                    } else {
+                        Df::Fixed(gm1)
+                    };
+                    let center = if name.starts_with("cv3-bc") {
+                        Center::BiasCorrected
+                    } else {
+                        Center::Estimate
+                    };
+                    interval(
+                        hat,
+                        &proj(d.as_ref()?),
+                        Spread::Jackknife,
+                        center,
+                        df,
+                        ALPHA,
+                    )
+                }
+                "pairs-sd-t" => interval(
+                    hat,
+                    &proj(pb.as_ref()?),
+                    Spread::Bootstrap,
+                    Center::Estimate,
+                    Df::Fixed(gm1),
+                    ALPHA,
+                ),
+                "pairs-pct" => {
+                    let mut v = proj(pb.as_ref()?);
+                    v.sort_unstable_by(f64::total_cmp);
+                    RewardInterval {
+                        reward: hat,
+                        se: 0.0,
+                        lower: quantile_sorted(&v, ALPHA / 2.0),
+                        upper: quantile_sorted(&v, 1.0 - ALPHA / 2.0),
+                    }
+                }
+                other => panic!("unknown method {other}"),
+            };
+            let t = &mut tally[mi][class];
+            t.0 += usize::from(ci.lower <= target && target <= ci.upper);
+            t.1 += 1;
+            t.2 += ci.upper - ci.lower;
+        }
+    }
+    Some(tally)
+}
+
+fn run_design(g: usize, m: usize, tau: f64, reps: usize, methods: &[&str], out: &mut String) {
+    let started = std::time::Instant::now();
+    let truth = limit(tau).stacked();
+    let tau10 = (tau * 10.0).round() as u64;
+    let results: Vec<Option<Tally>> = (0..reps)
+        .into_par_iter()
+        .map(|r| {
+            let seed = 20_000_000 + 1_000_000 * tau10 + 1_000 * g as u64 + r as u64;
+            one_dataset(g, m, tau, seed, methods, &truth)
+        })
+        .collect();
+    let ok: Vec<&Tally> = results.iter().flatten().collect();
+    let datasets = ok.len();
+    let mut sum: Tally = vec![[(0, 0, 0.0); 4]; methods.len()];
+    for t in &ok {
+        for (acc, row) in sum.iter_mut().zip(t.iter()) {
+            for c in 0..4 {
+                acc[c].0 += row[c].0;
+                acc[c].1 += row[c].1;
+                acc[c].2 += row[c].2;
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n### G = {g} x {m}, tau = {tau}: {datasets} datasets ({} without a finite MLE left out), \
+         limit {:?}, {:.0} s\n",
+        reps - datasets,
+        truth.iter().map(|v| (v * 1e4).round() / 1e4).collect::<Vec<_>>(),
+        started.elapsed().as_secs_f64()
+    );
+    let _ = writeln!(
+        out,
+        "| method | {} | length vs Wald (theta / gamma_e / gamma_c / rewards) |",
+        CLASSES.join(" | ")
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    let wald_len: Vec<f64> = (0..4).map(|c| sum[0][c].2 / sum[0][c].1 as f64).collect();
+    for (mi, name) in methods.iter().enumerate() {
+        let mut line = format!("| {name} |");
+        for &(hits, count, _) in &sum[mi] {
+            let cov = hits as f64 / count.max(1) as f64;
+            // MC SE per quantity (pooled classes share datasets: the per-dataset SE).
+            let se = (cov * (1.0 - cov) / datasets.max(1) as f64).sqrt();
+            let _ = write!(line, " {cov:.3} ({se:.3}) |");
+        }
+        let lens: Vec<String> = (0..4)
+            .map(|c| format!("{:.2}", sum[mi][c].2 / sum[mi][c].1 as f64 / wald_len[c]))
+            .collect();
+        let _ = write!(line, " {} |", lens.join(" / "));
+        let _ = writeln!(out, "{line}");
+    }
+    print!("{out}");
+}
+
+fn main() {
+    let methods_env = std::env::var("METHODS").unwrap_or_default();
+    let mut methods: Vec<&str> = if methods_env.is_empty() {
+        ALL_METHODS.to_vec()
+    } else {
+        methods_env.split(',').collect()
+    };
+    methods.retain(|m| *m != "wald");
+    methods.insert(0, "wald");
+    for m in &methods {
+        assert!(
+            ALL_METHODS.contains(m),
+            "unknown method {m}; known: {ALL_METHODS:?}"
+        );
+    }
+    let mut out = String::new();
+    if env("FULL", 0) == 1 {
+        let reps = env("R", 400);
+        for (g, m) in [(40, 40), (300, 10)] {
+            for tau in [0.0, 0.3, 0.6] {
+                let mut part = String::new();
+                run_design(g, m, tau, reps, &methods, &mut part);
+                out.push_str(&part);
+                let _ = std::fs::write("target/cluster-coverage.md", &out);
+            }
+        }
+    } else {
+        let (g, m, tau) = (env("G", 40), env("M", 40), env("TAU", 0.6));
+        run_design(g, m, tau, env("R", 100), &methods, &mut out);
+    }
+}

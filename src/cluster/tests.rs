@@ -1,0 +1,313 @@
+use super::*;
+use crate::fit::{fit, FitControl, FitOptions, Init};
+use crate::inference::{covariance_factors, CovarianceKind};
+use crate::sim::annotator_effects;
+
+fn fitted(g: usize, m: usize, tau: f64, seed: u64) -> (Dataset, crate::Params) {
+    let data = annotator_effects(g, m, tau, seed);
+    let params = fit(&data, &FitOptions::default(), &FitControl::default())
+        .unwrap()
+        .params;
+    (data, params)
+}
+
+/// Column covariance `c sum_g (v_g - v_bar)(v_g - v_bar)^T` of the draws.
+fn spread(d: &ClusterDraws, c: f64) -> DMatrix<f64> {
+    let k = d.len();
+    let m = DMatrix::from_row_slice(k, d.p, &d.values);
+    let mean = m.row_mean();
+    let mut centred = m.clone();
+    for mut row in centred.row_iter_mut() {
+        row -= &mean;
+    }
+    centred.tr_mul(&centred) * c
+}
+
+use nalgebra::DMatrix;
+
+#[test]
+fn sandwich_draws_spread_is_the_cluster_robust_covariance() {
+    let (data, params) = fitted(30, 20, 0.5, 1);
+    let clusters = Clusters::of(&data).unwrap();
+    assert_eq!(clusters.len(), 30);
+    let d = sandwich(&data, &params, &clusters).unwrap();
+    let cov = spread(&d, 1.0);
+    let f = covariance_factors(&data, &params, CovarianceKind::Cluster).unwrap();
+    let tt = &f.theta_factor * f.theta_factor.transpose();
+    let close = |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).abs().max() <= 1e-8 * b.abs().max();
+    assert!(close(&cov.view((0, 0), (6, 6)).into_owned(), &tt));
+    assert!(close(&cov.view((6, 6), (2, 2)).into_owned(), &f.gamma_cov));
+}
+
+#[test]
+fn jackknife_refits_are_the_fits_without_each_cluster_and_one_step_approximates_them() {
+    let (data, params) = fitted(20, 40, 0.4, 2);
+    let clusters = Clusters::of(&data).unwrap();
+    let options = FitOptions::default();
+    let exact = jackknife(&data, &params, &clusters, &options, None).unwrap();
+    assert_eq!((exact.len(), exact.diverged), (20, 0));
+    let approx = one_step_jackknife(&data, &params, &clusters).unwrap();
+    let b = params.stacked();
+    for g in [0, 7, 19] {
+        let rest = data.select_rows(&clusters.rows_without(g));
+        let own = fit(
+            &rest,
+            &FitOptions {
+                init: Init::Explicit(params.clone()),
+                ..options.clone()
+            },
+            &FitControl::default(),
+        )
+        .unwrap()
+        .params
+        .stacked();
+        let row = &exact.values[g * 8..(g + 1) * 8];
+        let one = &approx.values[g * 8..(g + 1) * 8];
+        let max = |f: &dyn Fn(usize) -> f64| (0..8).map(f).fold(0.0f64, f64::max);
+        for j in 0..8 {
+            assert!((row[j] - own[j]).abs() < 1e-6, "cluster {g} coef {j}");
+        }
+        // The one-step error is second order: far below the cluster's influence.
+        let step = max(&|j| (row[j] - b[j]).abs());
+        let error = max(&|j| (one[j] - row[j]).abs());
+        assert!(
+            error < 0.2 * step,
+            "cluster {g}: one-step error {error}, step {step}"
+        );
+    }
+}
+
+#[test]
+fn pairs_bootstrap_is_deterministic_whatever_the_thread_count() {
+    let (data, params) = fitted(15, 20, 0.3, 3);
+    let clusters = Clusters::of(&data).unwrap();
+    let run = |threads| {
+        crate::parallel::run_in_pool(threads, || {
+            pairs_bootstrap(
+                &data,
+                &params,
+                &clusters,
+                20,
+                9,
+                &FitOptions::default(),
+                None,
+            )
+        })
+        .unwrap()
+        .unwrap()
+    };
+    let (one, two) = (run(1), run(2));
+    assert_eq!(one, two);
+    assert_eq!(one.len(), 20);
+    let other = crate::parallel::run_in_pool(1, || {
+        pairs_bootstrap(
+            &data,
+            &params,
+            &clusters,
+            20,
+            10,
+            &FitOptions::default(),
+            None,
+        )
+    })
+    .unwrap()
+    .unwrap();
+    assert_ne!(one, other);
+}
+
+#[test]
+fn clusters_need_ids_and_at_least_three() {
+    let data = crate::sim::paper_simulation(50, crate::sim::ActionDesign::Uniform, 1);
+    assert!(Clusters::of(&data)
+        .unwrap_err()
+        .to_string()
+        .contains("cluster"));
+    let two = Dataset::new(
+        data.d1(),
+        data.d2(),
+        data.z().to_vec(),
+        data.psi0().to_vec(),
+        data.psi().to_vec(),
+        data.y().to_vec(),
+        Some((0..50).map(|i| i % 2).collect()),
+    )
+    .unwrap();
+    assert!(Clusters::of(&two)
+        .unwrap_err()
+        .to_string()
+        .contains("at least 3"));
+}
+
+#[test]
+fn interval_formulas() {
+    // Draws 1, 2, 3, 6: mean 3, sum of squares 14.
+    let v = [1.0, 2.0, 3.0, 6.0];
+    let q3 = crate::stats::t_critical_value(0.05, 3.0);
+    let jk = interval(
+        4.0,
+        &v,
+        Spread::Jackknife,
+        Center::Estimate,
+        Df::Fixed(3.0),
+        0.05,
+    );
+    let se = (14.0f64 * 3.0 / 4.0).sqrt();
+    assert!((jk.se - se).abs() < 1e-12);
+    assert!((jk.lower - (4.0 - q3 * se)).abs() < 1e-12);
+    let bc = interval(
+        4.0,
+        &v,
+        Spread::Jackknife,
+        Center::BiasCorrected,
+        Df::Fixed(3.0),
+        0.05,
+    );
+    assert!((bc.reward - (16.0 - 9.0)).abs() < 1e-12);
+    let sw = interval(
+        4.0,
+        &v,
+        Spread::Sandwich(2.0),
+        Center::Estimate,
+        Df::Fixed(3.0),
+        0.05,
+    );
+    assert!((sw.se - 28f64.sqrt()).abs() < 1e-12);
+    let bs = interval(
+        4.0,
+        &v,
+        Spread::Bootstrap,
+        Center::Estimate,
+        Df::Fixed(3.0),
+        0.05,
+    );
+    assert!((bs.se - (14.0f64 / 3.0).sqrt()).abs() < 1e-12);
+    // Effective df: deviations -2, -1, 0, 3 -> sum w^2 = 14, sum w^4 = 16 + 1 + 81 = 98.
+    assert!((effective_df(&v, 1.0) - 196.0 / 98.0).abs() < 1e-12);
+    assert_eq!(effective_df(&v, 3.0), 3.0); // 6 capped at G - 1
+                                            // Equal magnitudes: Kish's count is G; one cluster carrying everything: 1.
+    let equal: Vec<f64> = (0..10)
+        .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    assert_eq!(effective_df(&equal, 1.0), 9.0);
+    let mut one = vec![0.0; 10];
+    one[3] = 5.0;
+    assert!(effective_df(&one, 1.0) < 1.3);
+}
+
+#[test]
+fn the_model_intervals_are_the_jackknife_intervals_and_auto_follows_the_cluster_ids() {
+    use crate::calibrate::{IntervalMethod, IntervalOptions};
+    use crate::RewardModel;
+    let data = annotator_effects(25, 20, 0.6, 5);
+    let estimate = |data: &Dataset, method| {
+        RewardModel::estimate_with(
+            data,
+            &FitOptions::default(),
+            CovarianceKind::Expected,
+            &IntervalOptions {
+                method,
+                reps: None,
+                seed: 0,
+            },
+            &FitControl::default(),
+        )
+        .unwrap()
+    };
+    let model = estimate(&data, IntervalMethod::Auto);
+    assert_eq!(model.calibration().method(), IntervalMethod::ClusterOneStep);
+    let clusters = Clusters::of(&data).unwrap();
+    let d = one_step_jackknife(&data, model.params(), &clusters).unwrap();
+    let b = model.params().stacked();
+    for c in 0..8 {
+        let mut a = vec![0.0; 8];
+        a[c] = 1.0;
+        let want = interval(
+            b[c],
+            &d.projections(&a),
+            Spread::Jackknife,
+            Center::Estimate,
+            Df::Fixed(24.0),
+            0.05,
+        );
+        let got = if c < 6 {
+            model.theta_interval(c, 0.05)
+        } else {
+            model.gamma_interval(c - 6, 0.05)
+        };
+        // The model stores the draws in f32.
+        assert!(
+            (got.se / want.se - 1.0).abs() < 1e-4,
+            "coef {c}: {} vs {}",
+            got.se,
+            want.se
+        );
+        assert!((got.lower - want.lower).abs() < 1e-4 * want.se.max(1e-3));
+        assert_eq!(got.reward, b[c]);
+    }
+    // Far wider than Wald on gamma when annotators differ (tau = 0.6).
+    assert!(model.gamma_se()[0] < 0.8 * model.gamma_interval(0, 0.05).se);
+    // Without cluster ids auto keeps issue 11's rule.
+    let plain = Dataset::new(
+        data.d1(),
+        data.d2(),
+        data.z().to_vec(),
+        data.psi0().to_vec(),
+        data.psi().to_vec(),
+        data.y().to_vec(),
+        None,
+    )
+    .unwrap();
+    let m = estimate(&plain, IntervalMethod::Auto);
+    assert_eq!(
+        m.calibration().method(),
+        crate::calibrate::auto_pick(plain.n(), plain.d1(), plain.d2())
+    );
+    assert!(!m.calibration().method().is_cluster());
+    // A cluster method on data without ids names the argument.
+    let err = RewardModel::estimate_with(
+        &plain,
+        &FitOptions::default(),
+        CovarianceKind::Expected,
+        &IntervalOptions {
+            method: IntervalMethod::ClusterOneStep,
+            reps: None,
+            seed: 0,
+        },
+        &FitControl::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("cluster"), "{err}");
+}
+
+#[test]
+fn heterogeneity_warns_when_annotators_differ_and_not_when_they_do_not() {
+    let (data, params) = fitted(40, 40, 0.6, 6);
+    let h = heterogeneity(&data, &params).unwrap();
+    assert_eq!((h.clusters, h.design_effects.len()), (40, 8));
+    assert!(h.design_effects[h.worst] > 2.0, "{:?}", h.design_effects);
+    assert!(h.independent_coverage < 0.85);
+    let w = h.warning.expect("strong heterogeneity warns");
+    assert!(
+        w.contains("annotators differ") && w.contains("cluster-onestep"),
+        "{w}"
+    );
+    // The design effects are the CR1 / expected-information variance ratios.
+    let cl = Clusters::of(&data).unwrap();
+    let d = sandwich(&data, &params, &cl).unwrap();
+    let cr1 = 40.0 / 39.0 * (1599.0 / 1592.0);
+    let robust = spread(&d, cr1);
+    let model = covariance_factors(&data, &params, CovarianceKind::Expected).unwrap();
+    assert!((h.design_effects[7] - robust[(7, 7)] / model.gamma_cov[(1, 1)]).abs() < 1e-9);
+    // The warning's error rates (EXCESS_Z_WARNING's measurement, 12 datasets each): rare
+    // without annotator effects, nearly always with tau = 0.6.
+    let warned = |tau: f64| {
+        (0..12)
+            .filter(|&r| {
+                let (data, params) = fitted(40, 40, tau, 100 + r);
+                heterogeneity(&data, &params).unwrap().warning.is_some()
+            })
+            .count()
+    };
+    assert!(warned(0.0) <= 2);
+    assert!(warned(0.6) >= 10);
+}
