@@ -186,7 +186,7 @@ def rationality(m_exp, m_clu, m_cal):
     calibrated CIs, each the library's own interval under the model's method
     (``rationality_interval``: Wald for the first two; for the calibrated model the refits'
     percentile interval under the plain bootstrap, the bias-corrected estimate +- q SD* under
-    the resized one)."""
+    the resized one, the estimate +- t(G-1) jackknife SE under the cluster methods)."""
     out = {}
     for label, m in (("expected", m_exp), ("cluster", m_clu), ("calibrated", m_cal)):
         # gamma = sigma(psi = 1) - sigma(psi = 0) = the rationality of psi0 = 0, psi = 1.

@@ -227,10 +227,19 @@ def _calibrated_sentence(rat, ranking, n):
                    f"estimated as alpha_hat = {info['alpha_hat']:.3f}, and the rewards are "
                    "reported de-inflated, r_hat / alpha_hat ± 1.96 SD* / alpha_hat)",
         "wald": "the paper's Wald interval (auto judged it accurate here)",
+        "cluster-onestep": (f"the one-step cluster jackknife (the judges are the clusters: "
+                            f"G = {info['reps']} leave-one-judge-out estimates, no refits; auto "
+                            "never assumes independent judgments when judge ids are present)"),
+        "cluster-jackknife": (f"the cluster jackknife (G = {info['reps']} leave-one-judge-out "
+                              "refits)"),
     }.get(info["method"], info["method"])
     if info["method"] == "bootstrap":
         gamma_note = ("The gamma and sigma_expert rows are the library's: the 2.5% and 97.5% "
                       "percentiles of the refits' rationalities.")
+    elif info["method"] in ("cluster-onestep", "cluster-jackknife"):
+        gamma_note = ("The gamma and sigma_expert rows are the library's: the estimate ± "
+                      "t(G - 1) × the jackknife SE, sqrt((G - 1)/G × the sum of squared "
+                      "deviations of the leave-one-judge-out rationalities).")
     else:
         gamma_note = ("The gamma and sigma_expert rows are the library's: the bias-corrected "
                       "estimate ± 1.96 × the SD of the refits' rationalities.")
