@@ -3,6 +3,7 @@
 //! nothing panics, and accepted tables have consistent shapes and finite values.
 #![no_main]
 
+use hetreward::data::Rows;
 use hetreward::io::csv_table::CsvTable;
 use hetreward::io::{scoring, training};
 use libfuzzer_sys::fuzz_target;
@@ -17,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     };
     assert_eq!(table.values.len(), table.rows * table.columns.len());
     assert!(table.values.iter().all(|v| v.is_finite()));
-    if let Ok(data) = training::from_csv(&table) {
+    if let Ok(data) = training::from_csv(&table, Rows::Whole) {
         assert!(data.n() > data.d1() + data.d2());
         assert!(data.y().iter().all(|&y| y == 0.0 || y == 1.0));
     }

@@ -3,6 +3,7 @@
 //! for the scoring readers. Any input is read or rejected with an error; nothing panics.
 #![no_main]
 
+use hetreward::data::Rows;
 use hetreward::io::safetensors_table::SafetensorsFile;
 use hetreward::io::{scoring, training};
 use libfuzzer_sys::fuzz_target;
@@ -31,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(file) = SafetensorsFile::open(path) else {
         return;
     };
-    if let Ok(data) = training::from_safetensors(&file) {
+    if let Ok(data) = training::from_safetensors(&file, Rows::Whole) {
         assert!(data.n() > data.d1() + data.d2());
     }
     if let Ok(phi) = scoring::phi_from_safetensors(&file, d1) {
