@@ -463,7 +463,12 @@ impl RewardModel {
                 Functional {
                     estimate: sigma,
                     target: Target::Gamma {
-                        bias: dot(cal.gamma_bias(), psi),
+                        // A Wald model stores no bias (an empty vector), not d2 zeros.
+                        bias: if cal.gamma_bias().is_empty() {
+                            0.0
+                        } else {
+                            dot(cal.gamma_bias(), psi)
+                        },
                     },
                     wald_se: || se,
                     draws: || cal.gamma_projections(psi0, psi),
