@@ -188,7 +188,8 @@ def test_calibrated_intervals_recorded(results):
     # leave-one-judge-out estimates (G <= the 65 judges).
     assert info["method"] == "cluster-onestep", info
     assert 2 <= info["reps"] <= 65, info
-    assert info["method"] != "wald" and info["seed"] == results["seed"], info
+    # The one-step jackknife draws nothing at random: it records no seed.
+    assert info["method"] != "wald", info
     assert info["diverged_share"] < 0.05, info
     assert x["method"] == info["method"]
     for key in ("gamma", "sigma_expert"):
