@@ -52,6 +52,7 @@ hetreward_verdict = c_uint32
 hetreward_policy = c_uint32
 hetreward_intervals = c_uint32
 hetreward_shard_sections = c_uint32
+hetreward_option_family = c_uint32
 
 
 class hetreward_dataset(Structure):
@@ -200,6 +201,8 @@ PROTOTYPES = {
     "hetreward_last_error_message": (c_char_p, []),
     "hetreward_status_name": (c_char_p, [c_uint32]),
     "hetreward_version": (c_char_p, []),
+    "hetreward_option_name": (c_char_p, [hetreward_option_family, c_uint32]),
+    "hetreward_option_at": (c_char_p, [hetreward_option_family, c_size_t, _P(c_uint32)]),
     "hetreward_dataset_new": (
         hetreward_status,
         [c_size_t, c_size_t, c_size_t, _P(c_double), _P(c_double), _P(c_double), _P(c_double),

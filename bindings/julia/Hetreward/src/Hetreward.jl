@@ -36,6 +36,7 @@ const hetreward_verdict = UInt32
 const hetreward_policy = UInt32
 const hetreward_intervals = UInt32
 const hetreward_coefficients = UInt32
+const hetreward_option_family = UInt32
 const hetreward_progress_callback = Ptr{Cvoid}
 
 const HETREWARD_VERSION_MAJOR = 0
@@ -84,6 +85,16 @@ const HETREWARD_INTERVALS_CLUSTER_ONESTEP = hetreward_intervals(5)
 const HETREWARD_COEFFICIENTS_THETA = hetreward_coefficients(0)
 const HETREWARD_COEFFICIENTS_GAMMA = hetreward_coefficients(1)
 const HETREWARD_COEFFICIENTS_ALL = hetreward_coefficients(2)
+const HETREWARD_OPTION_SOLVER = hetreward_option_family(0)
+const HETREWARD_OPTION_INIT = hetreward_option_family(1)
+const HETREWARD_OPTION_COVARIANCE = hetreward_option_family(2)
+const HETREWARD_OPTION_INTERVALS = hetreward_option_family(3)
+const HETREWARD_OPTION_TERMINATION = hetreward_option_family(4)
+const HETREWARD_OPTION_DIFF = hetreward_option_family(5)
+const HETREWARD_OPTION_VERDICT = hetreward_option_family(6)
+const HETREWARD_OPTION_POLICY = hetreward_option_family(7)
+const HETREWARD_OPTION_COEFFICIENTS = hetreward_option_family(8)
+const HETREWARD_OPTION_SHARD = hetreward_option_family(9)
 
 # Opaque handles (only ever behind a Ptr).
 mutable struct hetreward_dataset end
@@ -199,6 +210,14 @@ hetreward_status_name(status) =
 
 hetreward_version() =
     @ccall libhetreward.hetreward_version()::Cstring
+
+hetreward_option_name(family, code) =
+    @ccall libhetreward.hetreward_option_name(family::hetreward_option_family,
+        code::UInt32)::Ptr{Cchar}
+
+hetreward_option_at(family, index, out_code) =
+    @ccall libhetreward.hetreward_option_at(family::hetreward_option_family, index::Csize_t,
+        out_code::Ptr{UInt32})::Ptr{Cchar}
 
 hetreward_dataset_new(n, d1, d2, z, psi0, psi, y, cluster, out_dataset) =
     @ccall libhetreward.hetreward_dataset_new(n::Csize_t, d1::Csize_t, d2::Csize_t,
