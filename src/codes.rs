@@ -10,6 +10,9 @@
 //! * reports, JSON and tables print [`Coded::name`]; the command line parses
 //!   [`Coded::NAMES`] (its clap parser lives in the program, the library does not depend on
 //!   clap).
+//! * the C API names every code with [`Coded::C_NAMES`] (`hetreward_option_name`,
+//!   `hetreward_option_at` in `ffi/enums.rs`), and the Go, Julia and Python bindings build
+//!   their name tables from it when they load (issue 19).
 //!
 //! Codes and names are a contract (ABI, file format, JSON): never renumber or rename a
 //! variant; add new ones with new codes.
