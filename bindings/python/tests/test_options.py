@@ -6,6 +6,7 @@ constant, and the binding's family numbers are the header's."""
 import os
 import pathlib
 import re
+import subprocess
 
 import pytest
 
@@ -93,3 +94,31 @@ def test_the_tables_are_used():
         hr.Fitter(intervals=name)
     with pytest.raises(ValueError, match="cluster-jackknife"):
         hr.Fitter(intervals="jackknife")
+
+
+def possible_values(cli, command, option):
+    """The `[possible values: ...]` the CLI's help gives for `option` of `command`."""
+    text = subprocess.run([cli, command, "--help"], check=True, capture_output=True,
+                          text=True).stdout
+    blocks = re.split(r"\n\s*(?=-)", text)
+    block = next(b for b in blocks if re.match(rf"(-\w, )?{option}\b", b.strip()))
+    m = re.search(r"\[possible values: ([^\]]*)\]", " ".join(block.split()))
+    assert m, (option, block)
+    return [v.strip() for v in m.group(1).split(",")]
+
+
+@pytest.mark.parametrize("command,option,table", [
+    ("fit", "--solver", _core.SOLVERS),
+    ("fit", "--covariance", _core.COVARIANCES),
+    ("fit", "--intervals", _core.INTERVALS),
+    ("compare", "--method", _core.DIFF_METHODS),
+    ("select", "--policy", _core.POLICIES),
+])
+def test_the_cli_accepts_exactly_the_tables_names(cli, command, option, table):
+    """The names come from the library's one definition, which the CLI parses too."""
+    assert sorted(possible_values(cli, command, option)) == sorted(table)
+
+
+def test_the_cli_starts_are_library_names(cli):
+    """The CLI offers the starts that need no values (not "explicit")."""
+    assert set(possible_values(cli, "fit", "--init")) <= set(_core.INITS)
