@@ -773,6 +773,26 @@ static void model_accessor_cases(void) {
     record_value("status", "11 (not a status)",
                  strcmp(hetreward_status_name(11), "HETREWARD_UNKNOWN_STATUS") == 0,
                  "returns \"HETREWARD_UNKNOWN_STATUS\"");
+    function_header("hetreward_option_name");
+    record_value("family", "10 (not a family)", hetreward_option_name(10, 0) == NULL,
+                 "returns NULL");
+    record_value("code", "6 (not an interval method)",
+                 hetreward_option_name(HETREWARD_OPTION_INTERVALS, 6) == NULL, "returns NULL");
+    record_value("code", "3 (two shard flags)",
+                 hetreward_option_name(HETREWARD_OPTION_SHARD, 3) == NULL, "returns NULL");
+    function_header("hetreward_option_at");
+    {
+        uint32_t code = 7;
+        record_value("family", "10 (not a family)",
+                     hetreward_option_at(10, 0, &code) == NULL && code == 7,
+                     "returns NULL, writes nothing");
+        record_value("index", "2 (past the last policy)",
+                     hetreward_option_at(HETREWARD_OPTION_POLICY, 2, &code) == NULL && code == 7,
+                     "returns NULL, writes nothing");
+        record_value("out_code", "NULL",
+                     hetreward_option_at(HETREWARD_OPTION_POLICY, 1, NULL) != NULL,
+                     "optional: returns the name");
+    }
 
     function_header("hetreward_model_theta");
     CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",

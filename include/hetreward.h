@@ -163,6 +163,11 @@ typedef struct hetreward_model hetreward_model;
 typedef struct hetreward_shard_stats hetreward_shard_stats;
 
 /**
+ * A family of option codes, named by hetreward_option_name(): one of HETREWARD_OPTION_*.
+ */
+typedef uint32_t hetreward_option_family;
+
+/**
  * Which rows hetreward_model_coefficients() returns: one of HETREWARD_COEFFICIENTS_*.
  */
 typedef uint32_t hetreward_coefficients;
@@ -842,6 +847,57 @@ typedef struct hetreward_distributed_rounds {
  */
 #define HETREWARD_SHARD_CLUSTERS 64
 
+/**
+ * The hetreward_solver values (HETREWARD_SOLVER_*).
+ */
+#define HETREWARD_OPTION_SOLVER 0
+
+/**
+ * The hetreward_init values (HETREWARD_INIT_*).
+ */
+#define HETREWARD_OPTION_INIT 1
+
+/**
+ * The hetreward_covariance values (HETREWARD_COVARIANCE_*).
+ */
+#define HETREWARD_OPTION_COVARIANCE 2
+
+/**
+ * The hetreward_intervals values (HETREWARD_INTERVALS_*).
+ */
+#define HETREWARD_OPTION_INTERVALS 3
+
+/**
+ * The hetreward_termination values (HETREWARD_TERMINATION_*).
+ */
+#define HETREWARD_OPTION_TERMINATION 4
+
+/**
+ * The hetreward_diff_method values (HETREWARD_DIFF_*).
+ */
+#define HETREWARD_OPTION_DIFF 5
+
+/**
+ * The hetreward_verdict values (HETREWARD_VERDICT_*).
+ */
+#define HETREWARD_OPTION_VERDICT 6
+
+/**
+ * The hetreward_policy values (HETREWARD_POLICY_*).
+ */
+#define HETREWARD_OPTION_POLICY 7
+
+/**
+ * The hetreward_coefficients values (HETREWARD_COEFFICIENTS_*).
+ */
+#define HETREWARD_OPTION_COEFFICIENTS 8
+
+/**
+ * The single flags of hetreward_shard_sections (HETREWARD_SHARD_*): codes 1, 2, 4, ...; an OR
+ * of several flags has no name.
+ */
+#define HETREWARD_OPTION_SHARD 9
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -867,6 +923,31 @@ const char *hetreward_status_name(uint32_t status);
  * built with). Never NULL; the string is static. Thread-safe.
  */
 const char *hetreward_version(void);
+
+/**
+ * The name of option `code` of `family` (see HETREWARD_OPTION_*): the name the command line
+ * and the reports use for it, e.g. "cluster-jackknife" for (HETREWARD_OPTION_INTERVALS,
+ * HETREWARD_INTERVALS_CLUSTER_JACKKNIFE), "expected-products" for (HETREWARD_OPTION_SHARD,
+ * HETREWARD_SHARD_EXPECTED_PRODUCTS).
+ *
+ * Returns a static NUL-terminated string (never freed, valid for the life of the process), or
+ * NULL for an unknown family or a code that is not one of the family's (for the shard
+ * sections: anything but a single flag). Never fails otherwise; does not touch the last
+ * error. Thread-safe.
+ */
+const char *hetreward_option_name(hetreward_option_family family, uint32_t code);
+
+/**
+ * Enumerates a family: the name of its `index`-th option (0-based, in code order) as
+ * hetreward_option_name() gives it, with the option's code written to `*out_code` (optional:
+ * may be NULL). Returns NULL, writing nothing, when `index` is past the family's last option,
+ * `family` is unknown or `out_code` is misaligned.
+ *
+ * A binding builds its whole name <-> code table of a family at load time by calling it with
+ * index 0, 1, 2, ... until it returns NULL; every family has at least one option. Does not
+ * touch the last error. Thread-safe.
+ */
+const char *hetreward_option_at(hetreward_option_family family, size_t index, uint32_t *out_code);
 
 /**
  * The coefficient table of the model at level `alpha` in (0, 1), under the model's interval

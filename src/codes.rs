@@ -10,6 +10,9 @@
 //! * reports, JSON and tables print [`Coded::name`]; the command line parses
 //!   [`Coded::NAMES`] (its clap parser lives in the program, the library does not depend on
 //!   clap).
+//! * the C API names every code with [`Coded::C_NAMES`] (`hetreward_option_name`,
+//!   `hetreward_option_at` in `ffi/enums.rs`), and the Go, Julia and Python bindings build
+//!   their name tables from it when they load (issue 19).
 //!
 //! Codes and names are a contract (ABI, file format, JSON): never renumber or rename a
 //! variant; add new ones with new codes.
@@ -23,6 +26,8 @@ pub trait Coded: Copy + Eq + std::fmt::Debug + Sized + 'static {
     const ALL: &'static [Self];
     /// The names of [`Coded::ALL`], in the same order.
     const NAMES: &'static [&'static str];
+    /// The same names, NUL-terminated (what the C API's `hetreward_option_name` returns).
+    const C_NAMES: &'static [&'static std::ffi::CStr];
     /// The stable code (C constant, model-file byte).
     fn code(self) -> u32;
     /// The stable name (reports, JSON, command line).
@@ -65,16 +70,18 @@ pub fn one_of(names: &[&str]) -> String {
 macro_rules! coded_enum {
     (
         $(#[$meta:meta])*
-        pub enum $name:ident : $arg:literal, $noun:literal {
+        $vis:vis enum $name:ident : $arg:literal, $noun:literal {
             $( $(#[$vmeta:meta])* $variant:ident = $code:literal => $vname:literal, )+
         }
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
+        $vis enum $name {
             $( $(#[$vmeta])* $variant, )+
         }
 
+        // A crate-private set need not use every generated item.
+        #[allow(dead_code)]
         impl $name {
             /// Every variant, in code order.
             pub const ALL: [Self; [$($code),+].len()] = [$(Self::$variant),+];
@@ -121,6 +128,13 @@ macro_rules! coded_enum {
         impl $crate::codes::Coded for $name {
             const ALL: &'static [Self] = &$name::ALL;
             const NAMES: &'static [&'static str] = &$name::NAMES;
+            const C_NAMES: &'static [&'static std::ffi::CStr] = &[$(
+                // A name with an inner NUL does not compile.
+                match std::ffi::CStr::from_bytes_with_nul(concat!($vname, "\0").as_bytes()) {
+                    Ok(name) => name,
+                    Err(_) => panic!(concat!("a NUL inside the name ", $vname)),
+                }
+            ),+];
             fn code(self) -> u32 {
                 $name::code(self)
             }
@@ -160,6 +174,7 @@ pub(crate) fn check<T: Coded>() {
         assert_eq!(T::from_code(v.code()), Some(*v));
         assert_eq!(T::from_name(v.name()).unwrap(), *v);
         assert_eq!(T::NAMES[i], v.name());
+        assert_eq!(T::C_NAMES[i].to_str(), Ok(v.name()));
     }
     assert_eq!(T::from_code(T::ALL.len() as u32), None);
     let mut names = T::NAMES.to_vec();

@@ -5,10 +5,7 @@ package hetreward
 */
 import "C"
 
-import (
-	"fmt"
-	"runtime"
-)
+import "runtime"
 
 // Coefficients selects the rows of Model.Coefficients (hetreward_coefficients).
 type Coefficients uint32
@@ -22,16 +19,10 @@ const (
 	CoefficientsAll Coefficients = C.HETREWARD_COEFFICIENTS_ALL
 )
 
+// String gives the library's name of the code, as the CLI spells it (hetreward_option_name),
+// or "Coefficients(N)" for a code the library does not know.
 func (c Coefficients) String() string {
-	switch c {
-	case CoefficientsTheta:
-		return "theta"
-	case CoefficientsGamma:
-		return "gamma"
-	case CoefficientsAll:
-		return "all"
-	}
-	return fmt.Sprintf("Coefficients(%d)", uint32(c))
+	return optionName(C.HETREWARD_OPTION_COEFFICIENTS, uint32(c), "Coefficients")
 }
 
 // Coefficient is one row of the library's coefficient table (hetreward_coefficient): the

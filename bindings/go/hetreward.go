@@ -137,14 +137,10 @@ const (
 	SolverAGD Solver = C.HETREWARD_SOLVER_AGD
 )
 
+// String gives the library's name of the code, as the CLI spells it (hetreward_option_name),
+// or "Solver(N)" for a code the library does not know.
 func (s Solver) String() string {
-	switch s {
-	case SolverNewton:
-		return "newton"
-	case SolverAGD:
-		return "agd"
-	}
-	return fmt.Sprintf("Solver(%d)", uint32(s))
+	return optionName(C.HETREWARD_OPTION_SOLVER, uint32(s), "Solver")
 }
 
 // Covariance is the covariance kind of the standard errors (hetreward_covariance).
@@ -161,18 +157,10 @@ const (
 	CovarianceCluster Covariance = C.HETREWARD_COVARIANCE_CLUSTER
 )
 
+// String gives the library's name of the code, as the CLI spells it (hetreward_option_name),
+// or "Covariance(N)" for a code the library does not know.
 func (c Covariance) String() string {
-	switch c {
-	case CovarianceExpected:
-		return "expected"
-	case CovarianceObserved:
-		return "observed"
-	case CovarianceRobust:
-		return "robust"
-	case CovarianceCluster:
-		return "cluster"
-	}
-	return fmt.Sprintf("Covariance(%d)", uint32(c))
+	return optionName(C.HETREWARD_OPTION_COVARIANCE, uint32(c), "Covariance")
 }
 
 // Init is where the solver starts (hetreward_init).
@@ -187,6 +175,12 @@ const (
 	InitExplicit Init = C.HETREWARD_INIT_EXPLICIT
 )
 
+// String gives the library's name of the code, as the CLI spells it (hetreward_option_name),
+// or "Init(N)" for a code the library does not know.
+func (i Init) String() string {
+	return optionName(C.HETREWARD_OPTION_INIT, uint32(i), "Init")
+}
+
 // Termination is why the solver stopped (hetreward_termination).
 type Termination uint32
 
@@ -197,18 +191,10 @@ const (
 	TerminationDiverged      Termination = C.HETREWARD_TERMINATION_DIVERGED
 )
 
+// String gives the library's name of the code, as the CLI spells it (hetreward_option_name),
+// or "Termination(N)" for a code the library does not know.
 func (t Termination) String() string {
-	switch t {
-	case TerminationConverged:
-		return "converged"
-	case TerminationMaxIterations:
-		return "max_iterations"
-	case TerminationStalled:
-		return "stalled"
-	case TerminationDiverged:
-		return "diverged"
-	}
-	return fmt.Sprintf("Termination(%d)", uint32(t))
+	return optionName(C.HETREWARD_OPTION_TERMINATION, uint32(t), "Termination")
 }
 
 // DiffMethod is how the variance of a reward difference is computed (hetreward_diff_method).
@@ -223,16 +209,10 @@ const (
 	DiffBound DiffMethod = C.HETREWARD_DIFF_BOUND
 )
 
+// String gives the library's name of the code, as the CLI spells it (hetreward_option_name),
+// or "DiffMethod(N)" for a code the library does not know.
 func (m DiffMethod) String() string {
-	switch m {
-	case DiffExact:
-		return "exact"
-	case DiffIndependent:
-		return "independent"
-	case DiffBound:
-		return "bound"
-	}
-	return fmt.Sprintf("DiffMethod(%d)", uint32(m))
+	return optionName(C.HETREWARD_OPTION_DIFF, uint32(m), "DiffMethod")
 }
 
 // Verdict of a comparison of a0 with a1 (hetreward_verdict).
@@ -247,16 +227,10 @@ const (
 	Loss Verdict = C.HETREWARD_VERDICT_LOSS
 )
 
+// String gives the library's name of the code, as the CLI spells it (hetreward_option_name),
+// or "Verdict(N)" for a code the library does not know.
 func (v Verdict) String() string {
-	switch v {
-	case Tie:
-		return "tie"
-	case Win:
-		return "win"
-	case Loss:
-		return "loss"
-	}
-	return fmt.Sprintf("Verdict(%d)", uint32(v))
+	return optionName(C.HETREWARD_OPTION_VERDICT, uint32(v), "Verdict")
 }
 
 // Policy is the selection rule of Model.Select (hetreward_policy).
@@ -269,12 +243,8 @@ const (
 	PBoN Policy = C.HETREWARD_POLICY_PBON
 )
 
+// String gives the library's name of the code, as the CLI spells it (hetreward_option_name),
+// or "Policy(N)" for a code the library does not know.
 func (p Policy) String() string {
-	switch p {
-	case BoN:
-		return "bon"
-	case PBoN:
-		return "pbon"
-	}
-	return fmt.Sprintf("Policy(%d)", uint32(p))
+	return optionName(C.HETREWARD_OPTION_POLICY, uint32(p), "Policy")
 }

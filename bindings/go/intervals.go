@@ -6,10 +6,7 @@ package hetreward
 */
 import "C"
 
-import (
-	"fmt"
-	"runtime"
-)
+import "runtime"
 
 // Intervals is how a model's confidence intervals are computed (hetreward_intervals).
 type Intervals uint32
@@ -30,22 +27,10 @@ const (
 	IntervalsClusterOneStep Intervals = C.HETREWARD_INTERVALS_CLUSTER_ONESTEP
 )
 
+// String gives the library's name of the code, as the CLI spells it (hetreward_option_name),
+// or "Intervals(N)" for a code the library does not know.
 func (i Intervals) String() string {
-	switch i {
-	case IntervalsWald:
-		return "wald"
-	case IntervalsBootstrap:
-		return "bootstrap"
-	case IntervalsResized:
-		return "resized"
-	case IntervalsAuto:
-		return "auto"
-	case IntervalsClusterJackknife:
-		return "cluster-jackknife"
-	case IntervalsClusterOneStep:
-		return "cluster-onestep"
-	}
-	return fmt.Sprintf("Intervals(%d)", uint32(i))
+	return optionName(C.HETREWARD_OPTION_INTERVALS, uint32(i), "Intervals")
 }
 
 // IntervalInfo is a model's interval method, its figures and the fit's interval diagnostics

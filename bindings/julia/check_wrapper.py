@@ -14,7 +14,11 @@ parses include/hetreward.h and the Julia source and fails if
   Ptr{Cvoid}, pointers to opaque structs -> Ptr{that struct} or Ptr{Cvoid});
 * a C struct with fields has no Julia ``struct`` of the same name with the same fields, in
   the same order, of the same types (a wrong field shifts the layout of every later one);
-* an integer constant of the header (#define or enum value) is missing or has another value.
+* an integer constant of the header (#define or enum value) is missing or has another value;
+* an option family of the header (HETREWARD_OPTION_*) has no table in the wrapper's
+  ``OPTION_TABLES`` (each an empty ``Dict{Symbol,UInt32}()`` filled in ``__init__`` from the
+  library's hetreward_option_at), or an option table is written as a literal
+  (``Dict(:name => HETREWARD_<FAMILY>_...)``), i.e. the names are spelled a second time.
 
 Usage:
     check_wrapper.py [--header H] [--wrapper W]   # check (exit 1 on any problem)
@@ -354,10 +358,59 @@ def check(header_text: str, wrapper_text: str) -> Tuple[List[str], str]:
             problems.append(f"constant {name} = {value}: missing from the wrapper")
         elif w.constants[name] != value:
             problems.append(f"constant {name}: {w.constants[name]} in the wrapper, {value} in C")
+    problems += check_option_tables(h, wrapper_text)
     summary = (f"{len(h.functions)} functions ({len(w.ccalls)} @ccall sites), "
                f"{len(h.structs)} structs, {len(h.opaque)} opaque types, "
                f"{len(h.constants)} constants")
     return problems, summary
+
+
+def check_option_tables(h: Header, wrapper_text: str) -> List[str]:
+    """The option tables come from the library: one per family of the header, declared empty
+    and filled in __init__; no literal table of an option family's constants."""
+    src = strip_julia_comments(wrapper_text)
+    families = sorted(k[len("HETREWARD_OPTION_"):] for k in h.constants
+                      if k.startswith("HETREWARD_OPTION_"))
+    problems = []
+    if not families:
+        return ["no HETREWARD_OPTION_* family in the header (parser out of date?)"]
+    m = re.search(r"^\s*const\s+OPTION_TABLES\s*=\s*\((.*?)\)\s*$", src, flags=re.M | re.S)
+    if not m:
+        return ["no `const OPTION_TABLES = (TABLE => HETREWARD_OPTION_X, ...)`: the option "
+                "tables are not built from the library"]
+    tables = {}
+    for entry in split_top(" ".join(m.group(1).split())):
+        em = re.fullmatch(r"(\w+)\s*=>\s*HETREWARD_OPTION_(\w+)", entry)
+        if not em:
+            problems.append(f"OPTION_TABLES: cannot read the entry {entry!r}")
+            continue
+        tables[em.group(2)] = em.group(1)
+    for f in families:
+        if f not in tables:
+            problems.append(f"option family HETREWARD_OPTION_{f}: no table in OPTION_TABLES")
+    for f, table in sorted(tables.items()):
+        if f not in families:
+            problems.append(f"OPTION_TABLES: {table} => HETREWARD_OPTION_{f}, a family the "
+                            f"header does not have")
+        if not re.search(rf"^\s*const\s+{table}\s*=\s*Dict\{{Symbol,\s*UInt32\}}\(\)\s*$",
+                         src, flags=re.M):
+            problems.append(f"option table {table}: not declared `const {table} = "
+                            f"Dict{{Symbol,UInt32}}()` (empty, filled from the library)")
+    init = re.search(r"^function\s+__init__\(\)(.*?)^end\b", src, flags=re.M | re.S)
+    if not init or "OPTION_TABLES" not in init.group(1) or "option_table(" not in init.group(1):
+        problems.append("__init__ does not fill OPTION_TABLES with option_table(family)")
+    member = "|".join(re.escape(f) for f in families if f != "OPTION")
+    for dm in re.finditer(r"Dict\s*\(", src):
+        depth, i = 1, dm.end()
+        while depth and i < len(src):
+            depth += {"(": 1, ")": -1}.get(src[i], 0)
+            i += 1
+        body = src[dm.end():i - 1]
+        if re.search(rf"=>\s*HETREWARD_(?:{member})_\w+|HETREWARD_(?:{member})_\w+\s*=>", body):
+            line = src.count("\n", 0, dm.start()) + 1
+            problems.append(f"line {line}: a literal option table (Dict(... => HETREWARD_...)): "
+                            f"fill it from the library through OPTION_TABLES")
+    return problems
 
 
 # ------------------------------------------------------------------------------- self-test
@@ -416,6 +469,19 @@ MUTATIONS = [
      "hetreward_nonexistent, which the header does not export"),
 ]
 
+MUTATIONS += [
+    ("an option table spelled as a literal again",
+     "const POLICIES = Dict{Symbol,UInt32}()",
+     "const POLICIES = Dict(:bon => HETREWARD_POLICY_BON, :pbon => HETREWARD_POLICY_PBON)",
+     "a literal option table"),
+    ("an option family without its table",
+     "                       POLICIES => HETREWARD_OPTION_POLICY,\n", "",
+     "option family HETREWARD_OPTION_POLICY: no table in OPTION_TABLES"),
+    ("the tables not filled at load",
+     "    for (table, family) in OPTION_TABLES\n", "    for (table, family) in ()\n",
+     "__init__ does not fill OPTION_TABLES"),
+]
+
 # A header change the wrapper has not followed must fail too.
 HEADER_MUTATIONS = [
     ("a parameter added to the header",
@@ -428,6 +494,10 @@ HEADER_MUTATIONS = [
      "void hetreward_model_free(struct hetreward_model *model);\n"
      "size_t hetreward_model_new_thing(const struct hetreward_model *model);",
      "hetreward_model_new_thing: exported by the header, not wrapped"),
+    ("an option family added to the header",
+     "#define HETREWARD_OPTION_SHARD 9",
+     "#define HETREWARD_OPTION_SHARD 9\n\n#define HETREWARD_OPTION_NEW 10",
+     "option family HETREWARD_OPTION_NEW: no table in OPTION_TABLES"),
 ]
 
 

@@ -1,21 +1,15 @@
 //! The coefficient table in the C ABI: estimate, SE, z, p-value and CI of every theta_j and
 //! gamma_k under the model's interval method ([`crate::coefficients`]).
 
+use super::enums::{
+    from_c, hetreward_coefficients, CoefficientRows, HETREWARD_COEFFICIENTS_GAMMA,
+    HETREWARD_COEFFICIENTS_THETA,
+};
 use super::model::{hetreward_model, model_ref};
 use super::status::{boundary, hetreward_status};
 use super::{out_ptr, out_slice, write_zero_padded, ZeroPadded};
 use crate::coefficients::{self, Block, Coefficient};
 use crate::error::{check_alpha, Error};
-
-/// Which rows hetreward_model_coefficients() returns: one of HETREWARD_COEFFICIENTS_*.
-#[allow(non_camel_case_types)]
-pub type hetreward_coefficients = u32;
-/// The d1 reward coefficients theta_j, in order.
-pub const HETREWARD_COEFFICIENTS_THETA: hetreward_coefficients = 0;
-/// The d2 rationality coefficients gamma_k, in order.
-pub const HETREWARD_COEFFICIENTS_GAMMA: hetreward_coefficients = 1;
-/// All d1 + d2 rows: theta first, then gamma.
-pub const HETREWARD_COEFFICIENTS_ALL: hetreward_coefficients = 2;
 
 /// One row of the coefficient table, filled by hetreward_model_coefficients().
 #[repr(C)]
@@ -99,16 +93,10 @@ pub extern "C" fn hetreward_model_coefficients(
     boundary(|| {
         // SAFETY: NULL or a live model (header contract).
         let m = unsafe { model_ref(model)? };
-        let blocks: &[Block] = match which {
-            HETREWARD_COEFFICIENTS_THETA => &[Block::Theta],
-            HETREWARD_COEFFICIENTS_GAMMA => &[Block::Gamma],
-            HETREWARD_COEFFICIENTS_ALL => &[Block::Theta, Block::Gamma],
-            other => {
-                return Err(Error::invalid(
-                    "which",
-                    format!("unknown value {other} (expected one of HETREWARD_COEFFICIENTS_*)"),
-                ))
-            }
+        let blocks: &[Block] = match from_c("which", which, "HETREWARD_COEFFICIENTS_*")? {
+            CoefficientRows::Theta => &[Block::Theta],
+            CoefficientRows::Gamma => &[Block::Gamma],
+            CoefficientRows::All => &[Block::Theta, Block::Gamma],
         };
         check_alpha(alpha)?;
         let out_count = out_ptr(out_count, "out_count")?;

@@ -1,18 +1,23 @@
-//! The C side of the option enums (issue 12): each `hetreward_*` enum type and its
+//! The C side of the option enums (issues 12 and 19): each `hetreward_*` enum type and its
 //! `HETREWARD_*` constants, tied to the library's one definition (the `coded_enum!` sets of
-//! [`crate::codes`]).
+//! [`crate::codes`]), and hetreward_option_name() / hetreward_option_at(), which name any code
+//! from that definition, so that the bindings build their name tables from the library.
 //!
 //! The constants are written as literals because cbindgen reads them from the source (it does
-//! not expand macros); `c_codes!` checks at compile time that every variant of the library
-//! enum has its constant and that the two codes agree, so a renumbering or a new variant
-//! without its constant does not build. Values are ABI: never change one.
+//! not expand macros); `c_codes!` (and `c_flags!` for the bit flags of the shard sections)
+//! checks at compile time that every variant of the library enum has its constant and that the
+//! two codes agree, so a renumbering or a new variant without its constant does not build.
+//! Values are ABI: never change one.
 
+use super::status::boundary_value;
 use crate::calibrate::IntervalMethod;
-use crate::codes::Coded;
+use crate::codes::{coded_enum, Coded};
 use crate::error::{Error, Result};
 use crate::fit::{InitKind, SolverKind, Termination};
 use crate::inference::CovarianceKind;
 use crate::select::{DiffMethod, Policy, Verdict};
+use crate::shard::Section;
+use std::ffi::{c_char, CStr};
 
 /// Which algorithm fits the model: one of the HETREWARD_SOLVER_* values.
 #[allow(non_camel_case_types)]
@@ -107,6 +112,98 @@ pub const HETREWARD_POLICY_BON: hetreward_policy = 0;
 /// Pessimistic Best-of-N: maximise lower - penalty (lower = reward - q_{1-alpha/2} se).
 pub const HETREWARD_POLICY_PBON: hetreward_policy = 1;
 
+/// Which rows hetreward_model_coefficients() returns: one of HETREWARD_COEFFICIENTS_*.
+#[allow(non_camel_case_types)]
+pub type hetreward_coefficients = u32;
+/// The d1 reward coefficients theta_j, in order.
+pub const HETREWARD_COEFFICIENTS_THETA: hetreward_coefficients = 0;
+/// The d2 rationality coefficients gamma_k, in order.
+pub const HETREWARD_COEFFICIENTS_GAMMA: hetreward_coefficients = 1;
+/// All d1 + d2 rows: theta first, then gamma.
+pub const HETREWARD_COEFFICIENTS_ALL: hetreward_coefficients = 2;
+
+/// What hetreward_shard_stats_compute() computes: a bitwise OR of the HETREWARD_SHARD_* values.
+#[allow(non_camel_case_types)]
+pub type hetreward_shard_sections = u32;
+/// The NLL sum and the gradient sum (length d1 + d2, theta first).
+pub const HETREWARD_SHARD_VALUE: hetreward_shard_sections = 1;
+/// Observed-Hessian-vector products, one per vector given.
+pub const HETREWARD_SHARD_OBSERVED_PRODUCTS: hetreward_shard_sections = 2;
+/// Expected-information-vector products, one per vector given.
+pub const HETREWARD_SHARD_EXPECTED_PRODUCTS: hetreward_shard_sections = 4;
+/// The expected (Fisher) information sum, packed lower triangle.
+pub const HETREWARD_SHARD_EXPECTED: hetreward_shard_sections = 8;
+/// The observed Hessian sum, packed lower triangle.
+pub const HETREWARD_SHARD_OBSERVED: hetreward_shard_sections = 16;
+/// The per-sample score outer-product sum (the robust covariance's meat), packed.
+pub const HETREWARD_SHARD_MEAT: hetreward_shard_sections = 32;
+/// The score sums per cluster id (the shard needs cluster ids).
+pub const HETREWARD_SHARD_CLUSTERS: hetreward_shard_sections = 64;
+
+/// A family of option codes, named by hetreward_option_name(): one of HETREWARD_OPTION_*.
+#[allow(non_camel_case_types)]
+pub type hetreward_option_family = u32;
+/// The hetreward_solver values (HETREWARD_SOLVER_*).
+pub const HETREWARD_OPTION_SOLVER: hetreward_option_family = 0;
+/// The hetreward_init values (HETREWARD_INIT_*).
+pub const HETREWARD_OPTION_INIT: hetreward_option_family = 1;
+/// The hetreward_covariance values (HETREWARD_COVARIANCE_*).
+pub const HETREWARD_OPTION_COVARIANCE: hetreward_option_family = 2;
+/// The hetreward_intervals values (HETREWARD_INTERVALS_*).
+pub const HETREWARD_OPTION_INTERVALS: hetreward_option_family = 3;
+/// The hetreward_termination values (HETREWARD_TERMINATION_*).
+pub const HETREWARD_OPTION_TERMINATION: hetreward_option_family = 4;
+/// The hetreward_diff_method values (HETREWARD_DIFF_*).
+pub const HETREWARD_OPTION_DIFF: hetreward_option_family = 5;
+/// The hetreward_verdict values (HETREWARD_VERDICT_*).
+pub const HETREWARD_OPTION_VERDICT: hetreward_option_family = 6;
+/// The hetreward_policy values (HETREWARD_POLICY_*).
+pub const HETREWARD_OPTION_POLICY: hetreward_option_family = 7;
+/// The hetreward_coefficients values (HETREWARD_COEFFICIENTS_*).
+pub const HETREWARD_OPTION_COEFFICIENTS: hetreward_option_family = 8;
+/// The single flags of hetreward_shard_sections (HETREWARD_SHARD_*): codes 1, 2, 4, ...; an OR
+/// of several flags has no name.
+pub const HETREWARD_OPTION_SHARD: hetreward_option_family = 9;
+
+coded_enum! {
+    /// The rows of the coefficient table a caller asks for (the C API's only: the library
+    /// works with [`crate::coefficients::Block`]).
+    pub(crate) enum CoefficientRows: "which", "coefficient rows" {
+        /// The theta rows.
+        Theta = 0 => "theta",
+        /// The gamma rows.
+        Gamma = 1 => "gamma",
+        /// Theta, then gamma.
+        All = 2 => "all",
+    }
+}
+
+coded_enum! {
+    /// The families of hetreward_option_name(), named as their C enum types are.
+    pub(crate) enum OptionFamily: "family", "option family" {
+        /// [`SolverKind`].
+        Solver = 0 => "solver",
+        /// [`InitKind`].
+        Init = 1 => "init",
+        /// [`CovarianceKind`].
+        Covariance = 2 => "covariance",
+        /// [`IntervalMethod`].
+        Intervals = 3 => "intervals",
+        /// [`Termination`].
+        Termination = 4 => "termination",
+        /// [`DiffMethod`].
+        Diff = 5 => "diff_method",
+        /// [`Verdict`].
+        Verdict = 6 => "verdict",
+        /// [`Policy`].
+        Policy = 7 => "policy",
+        /// [`CoefficientRows`].
+        Coefficients = 8 => "coefficients",
+        /// [`Section`] (codes are its flags).
+        Shard = 9 => "shard_sections",
+    }
+}
+
 /// Checks at compile time that the C constants of a library enum are complete (the match is
 /// exhaustive) and carry the library's codes.
 macro_rules! c_codes {
@@ -165,6 +262,47 @@ c_codes!(Policy {
     Bon = HETREWARD_POLICY_BON,
     Pbon = HETREWARD_POLICY_PBON,
 });
+c_codes!(CoefficientRows {
+    Theta = HETREWARD_COEFFICIENTS_THETA,
+    Gamma = HETREWARD_COEFFICIENTS_GAMMA,
+    All = HETREWARD_COEFFICIENTS_ALL,
+});
+c_codes!(OptionFamily {
+    Solver = HETREWARD_OPTION_SOLVER,
+    Init = HETREWARD_OPTION_INIT,
+    Covariance = HETREWARD_OPTION_COVARIANCE,
+    Intervals = HETREWARD_OPTION_INTERVALS,
+    Termination = HETREWARD_OPTION_TERMINATION,
+    Diff = HETREWARD_OPTION_DIFF,
+    Verdict = HETREWARD_OPTION_VERDICT,
+    Policy = HETREWARD_OPTION_POLICY,
+    Coefficients = HETREWARD_OPTION_COEFFICIENTS,
+    Shard = HETREWARD_OPTION_SHARD,
+});
+
+/// As `c_codes!`, for a set whose C constants are its flags ([`Section::flag`]).
+macro_rules! c_flags {
+    ($enum:ident { $($variant:ident = $c:ident),+ $(,)? }) => {
+        const _: () = {
+            const fn c_flag(v: $enum) -> u32 {
+                match v {
+                    $( $enum::$variant => $c, )+
+                }
+            }
+            $( assert!(c_flag($enum::$variant) == $enum::$variant.flag()); )+
+        };
+    };
+}
+
+c_flags!(Section {
+    Value = HETREWARD_SHARD_VALUE,
+    ObservedProducts = HETREWARD_SHARD_OBSERVED_PRODUCTS,
+    ExpectedProducts = HETREWARD_SHARD_EXPECTED_PRODUCTS,
+    Expected = HETREWARD_SHARD_EXPECTED,
+    Observed = HETREWARD_SHARD_OBSERVED,
+    Meat = HETREWARD_SHARD_MEAT,
+    Clusters = HETREWARD_SHARD_CLUSTERS,
+});
 
 /// The library value of a C code, or `invalid `<arg>`: unknown value 7 (expected one of
 /// HETREWARD_SOLVER_*)` naming the argument and the constants' family.
@@ -175,4 +313,224 @@ pub(crate) fn from_c<T: Coded>(arg: &str, code: u32, family: &str) -> Result<T> 
             format!("unknown value {code} (expected one of {family})"),
         )
     })
+}
+
+/// The `index`-th option of a set, in code order: its name and its C code.
+fn nth<T: Coded>(index: usize, c_code: fn(T) -> u32) -> Option<(&'static CStr, u32)> {
+    let v = *T::ALL.get(index)?;
+    Some((T::C_NAMES[index], c_code(v)))
+}
+
+/// The `index`-th option of a family: its name and its C code (`None` past the last one).
+pub(crate) fn option_at(family: OptionFamily, index: usize) -> Option<(&'static CStr, u32)> {
+    match family {
+        OptionFamily::Solver => nth(index, SolverKind::code),
+        OptionFamily::Init => nth(index, InitKind::code),
+        OptionFamily::Covariance => nth(index, CovarianceKind::code),
+        OptionFamily::Intervals => nth(index, IntervalMethod::code),
+        OptionFamily::Termination => nth(index, Termination::code),
+        OptionFamily::Diff => nth(index, DiffMethod::code),
+        OptionFamily::Verdict => nth(index, Verdict::code),
+        OptionFamily::Policy => nth(index, Policy::code),
+        OptionFamily::Coefficients => nth(index, CoefficientRows::code),
+        OptionFamily::Shard => nth(index, Section::flag),
+    }
+}
+
+/// The name of option `code` of `family` (see HETREWARD_OPTION_*): the name the command line
+/// and the reports use for it, e.g. "cluster-jackknife" for (HETREWARD_OPTION_INTERVALS,
+/// HETREWARD_INTERVALS_CLUSTER_JACKKNIFE), "expected-products" for (HETREWARD_OPTION_SHARD,
+/// HETREWARD_SHARD_EXPECTED_PRODUCTS).
+///
+/// Returns a static NUL-terminated string (never freed, valid for the life of the process), or
+/// NULL for an unknown family or a code that is not one of the family's (for the shard
+/// sections: anything but a single flag). Never fails otherwise; does not touch the last
+/// error. Thread-safe.
+#[no_mangle]
+pub extern "C" fn hetreward_option_name(
+    family: hetreward_option_family,
+    code: u32,
+) -> *const c_char {
+    boundary_value(std::ptr::null(), || {
+        let Some(family) = OptionFamily::from_code(family) else {
+            return std::ptr::null();
+        };
+        (0..)
+            .map_while(|i| option_at(family, i))
+            .find(|&(_, c)| c == code)
+            .map_or(std::ptr::null(), |(name, _)| name.as_ptr())
+    })
+}
+
+/// Enumerates a family: the name of its `index`-th option (0-based, in code order) as
+/// hetreward_option_name() gives it, with the option's code written to `*out_code` (optional:
+/// may be NULL). Returns NULL, writing nothing, when `index` is past the family's last option,
+/// `family` is unknown or `out_code` is misaligned.
+///
+/// A binding builds its whole name <-> code table of a family at load time by calling it with
+/// index 0, 1, 2, ... until it returns NULL; every family has at least one option. Does not
+/// touch the last error. Thread-safe.
+#[no_mangle]
+pub extern "C" fn hetreward_option_at(
+    family: hetreward_option_family,
+    index: usize,
+    out_code: *mut u32,
+) -> *const c_char {
+    boundary_value(std::ptr::null(), || {
+        let Some((name, code)) = OptionFamily::from_code(family).and_then(|f| option_at(f, index))
+        else {
+            return std::ptr::null();
+        };
+        if !out_code.is_aligned() {
+            return std::ptr::null();
+        }
+        if !out_code.is_null() {
+            // SAFETY: a writable, aligned uint32_t (header contract).
+            unsafe { *out_code = code };
+        }
+        name.as_ptr()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A family's table as a binding builds it: (name, code) until NULL.
+    fn table(family: u32) -> Vec<(String, u32)> {
+        (0..)
+            .map_while(|i| {
+                let mut code = u32::MAX;
+                let name = hetreward_option_at(family, i, &mut code);
+                // SAFETY: NULL or a static NUL-terminated string.
+                let name = unsafe { name.as_ref() }?;
+                Some((
+                    unsafe { CStr::from_ptr(name) }
+                        .to_str()
+                        .unwrap()
+                        .to_string(),
+                    code,
+                ))
+            })
+            .collect()
+    }
+
+    fn names<T: Coded>() -> Vec<String> {
+        T::NAMES.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn every_family_is_named_from_its_one_definition() {
+        let codes = |t: &[(String, u32)]| t.iter().map(|(_, c)| *c).collect::<Vec<_>>();
+        let names_of = |t: &[(String, u32)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        let expect: [(u32, Vec<String>, Vec<u32>); 10] = [
+            (HETREWARD_OPTION_SOLVER, names::<SolverKind>(), vec![0, 1]),
+            (HETREWARD_OPTION_INIT, names::<InitKind>(), vec![0, 1, 2]),
+            (
+                HETREWARD_OPTION_COVARIANCE,
+                names::<CovarianceKind>(),
+                vec![0, 1, 2, 3],
+            ),
+            (
+                HETREWARD_OPTION_INTERVALS,
+                names::<IntervalMethod>(),
+                (0..6).collect(),
+            ),
+            (
+                HETREWARD_OPTION_TERMINATION,
+                names::<Termination>(),
+                vec![0, 1, 2, 3],
+            ),
+            (HETREWARD_OPTION_DIFF, names::<DiffMethod>(), vec![0, 1, 2]),
+            (HETREWARD_OPTION_VERDICT, names::<Verdict>(), vec![0, 1, 2]),
+            (HETREWARD_OPTION_POLICY, names::<Policy>(), vec![0, 1]),
+            (
+                HETREWARD_OPTION_COEFFICIENTS,
+                names::<CoefficientRows>(),
+                vec![0, 1, 2],
+            ),
+            (
+                HETREWARD_OPTION_SHARD,
+                names::<Section>(),
+                vec![1, 2, 4, 8, 16, 32, 64],
+            ),
+        ];
+        assert_eq!(expect.len(), OptionFamily::ALL.len());
+        for (family, names, want_codes) in expect {
+            let t = table(family);
+            assert_eq!(names_of(&t), names, "family {family}");
+            assert_eq!(codes(&t), want_codes, "family {family}");
+            for (name, code) in &t {
+                let p = hetreward_option_name(family, *code);
+                // SAFETY: a static NUL-terminated string.
+                assert_eq!(unsafe { CStr::from_ptr(p) }.to_str(), Ok(name.as_str()));
+            }
+            // Past the end and codes outside the family: NULL, nothing written.
+            let mut code = 77;
+            assert!(hetreward_option_at(family, t.len(), &mut code).is_null());
+            assert_eq!(code, 77);
+            assert!(hetreward_option_name(family, u32::MAX).is_null());
+        }
+        // Names the command line parses.
+        let name = |f, c| {
+            unsafe { CStr::from_ptr(hetreward_option_name(f, c)) }
+                .to_str()
+                .unwrap()
+        };
+        assert_eq!(
+            name(
+                HETREWARD_OPTION_INTERVALS,
+                HETREWARD_INTERVALS_CLUSTER_JACKKNIFE
+            ),
+            "cluster-jackknife"
+        );
+        assert_eq!(
+            name(
+                HETREWARD_OPTION_TERMINATION,
+                HETREWARD_TERMINATION_MAX_ITERATIONS
+            ),
+            "max_iterations"
+        );
+        assert_eq!(
+            name(HETREWARD_OPTION_SHARD, HETREWARD_SHARD_EXPECTED_PRODUCTS),
+            "expected-products"
+        );
+        assert_eq!(
+            IntervalMethod::from_name(name(HETREWARD_OPTION_INTERVALS, 5)).unwrap(),
+            IntervalMethod::ClusterOneStep
+        );
+    }
+
+    #[test]
+    fn unknown_families_codes_and_pointers_give_null() {
+        let families = OptionFamily::ALL.len() as u32;
+        for family in [families, families + 1, u32::MAX] {
+            assert!(hetreward_option_name(family, 0).is_null());
+            assert!(hetreward_option_at(family, 0, std::ptr::null_mut()).is_null());
+        }
+        // Not single flags, and 0.
+        for code in [0, 3, 127, 128] {
+            assert!(hetreward_option_name(HETREWARD_OPTION_SHARD, code).is_null());
+        }
+        assert!(hetreward_option_name(HETREWARD_OPTION_POLICY, 2).is_null());
+        assert!(
+            hetreward_option_at(HETREWARD_OPTION_POLICY, usize::MAX, std::ptr::null_mut())
+                .is_null()
+        );
+        // out_code is optional; a misaligned one is refused, not written.
+        assert!(!hetreward_option_at(HETREWARD_OPTION_SOLVER, 1, std::ptr::null_mut()).is_null());
+        let mut words = [0u32; 2];
+        let misaligned = unsafe { words.as_mut_ptr().cast::<u8>().add(1) }.cast::<u32>();
+        assert!(hetreward_option_at(HETREWARD_OPTION_SOLVER, 1, misaligned).is_null());
+        assert_eq!(words, [0, 0]);
+    }
+
+    #[test]
+    fn the_shard_flags_are_the_wire_formats() {
+        let all = Section::ALL.iter().fold(0, |a, s| a | s.flag());
+        assert_eq!(all, 127);
+        crate::codes::check::<Section>();
+        crate::codes::check::<CoefficientRows>();
+        crate::codes::check::<OptionFamily>();
+    }
 }

@@ -2,6 +2,7 @@
 //! an engine (Ray, Dask, Spark) whose driver fits from them (see docs/distributed.md).
 
 use super::dataset::{dataset_ref, hetreward_dataset};
+use super::enums::hetreward_shard_sections;
 use super::status::{boundary, boundary_value, hetreward_status};
 use super::{checked_len, handle_ref, in_slice, out_ptr, out_slice, write_slice};
 use crate::data::Dataset;
@@ -10,25 +11,7 @@ use crate::fit::MAX_THREADS;
 use crate::likelihood::Curvature;
 use crate::model::Params;
 use crate::parallel::run_in_pool;
-use crate::shard::{Request, ShardStats};
-
-/// What hetreward_shard_stats_compute() computes: a bitwise OR of the HETREWARD_SHARD_* values.
-#[allow(non_camel_case_types)]
-pub type hetreward_shard_sections = u32;
-/// The NLL sum and the gradient sum (length d1 + d2, theta first).
-pub const HETREWARD_SHARD_VALUE: hetreward_shard_sections = 1;
-/// Observed-Hessian-vector products, one per vector given.
-pub const HETREWARD_SHARD_OBSERVED_PRODUCTS: hetreward_shard_sections = 2;
-/// Expected-information-vector products, one per vector given.
-pub const HETREWARD_SHARD_EXPECTED_PRODUCTS: hetreward_shard_sections = 4;
-/// The expected (Fisher) information sum, packed lower triangle.
-pub const HETREWARD_SHARD_EXPECTED: hetreward_shard_sections = 8;
-/// The observed Hessian sum, packed lower triangle.
-pub const HETREWARD_SHARD_OBSERVED: hetreward_shard_sections = 16;
-/// The per-sample score outer-product sum (the robust covariance's meat), packed.
-pub const HETREWARD_SHARD_MEAT: hetreward_shard_sections = 32;
-/// The score sums per cluster id (the shard needs cluster ids).
-pub const HETREWARD_SHARD_CLUSTERS: hetreward_shard_sections = 64;
+use crate::shard::{Request, Section, ShardStats};
 
 /// One shard's sums at given parameters (or the merged sums of several shards).
 ///
@@ -47,21 +30,16 @@ fn request(
     vectors: Option<&[f64]>,
     count: usize,
 ) -> Result<Request> {
-    let all = HETREWARD_SHARD_VALUE
-        | HETREWARD_SHARD_OBSERVED_PRODUCTS
-        | HETREWARD_SHARD_EXPECTED_PRODUCTS
-        | HETREWARD_SHARD_EXPECTED
-        | HETREWARD_SHARD_OBSERVED
-        | HETREWARD_SHARD_MEAT
-        | HETREWARD_SHARD_CLUSTERS;
+    let has = |s: Section| sections & s.flag() != 0;
+    let all = Section::ALL.iter().fold(0, |all, s| all | s.flag());
     if sections & !all != 0 || sections == 0 {
         return Err(Error::invalid(
             "sections",
             format!("{sections:#x} is not a non-empty OR of HETREWARD_SHARD_* values"),
         ));
     }
-    let observed = sections & HETREWARD_SHARD_OBSERVED_PRODUCTS != 0;
-    let expected = sections & HETREWARD_SHARD_EXPECTED_PRODUCTS != 0;
+    let observed = has(Section::ObservedProducts);
+    let expected = has(Section::ExpectedProducts);
     if observed && expected {
         return Err(Error::invalid(
             "sections",
@@ -83,7 +61,7 @@ fn request(
     }
     let p = params.theta.len() + params.gamma.len();
     let mut r = Request::at(params);
-    r.value = sections & HETREWARD_SHARD_VALUE != 0;
+    r.value = has(Section::Value);
     r.curvature = if observed {
         Curvature::Observed
     } else {
@@ -94,10 +72,10 @@ fn request(
         .chunks_exact(p)
         .map(<[f64]>::to_vec)
         .collect();
-    r.expected = sections & HETREWARD_SHARD_EXPECTED != 0;
-    r.observed = sections & HETREWARD_SHARD_OBSERVED != 0;
-    r.meat = sections & HETREWARD_SHARD_MEAT != 0;
-    r.clusters = sections & HETREWARD_SHARD_CLUSTERS != 0;
+    r.expected = has(Section::Expected);
+    r.observed = has(Section::Observed);
+    r.meat = has(Section::Meat);
+    r.clusters = has(Section::Clusters);
     Ok(r)
 }
 

@@ -20,6 +20,7 @@
 pub mod driver;
 mod wire;
 
+use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{check_finite, Error, Result};
 use crate::likelihood::{
@@ -174,16 +175,47 @@ impl Request {
     }
 }
 
-/// Section flags of [`ShardStats`] (which parts were computed; also the wire format's).
+coded_enum! {
+    /// One section of a [`Request`] / [`ShardStats`] (which sums are asked for / present).
+    /// Its code is a bit index: the wire format and the C API's `HETREWARD_SHARD_*` values
+    /// hold the flag `1 << code` ([`Section::flag`]), ORed together.
+    pub(crate) enum Section: "sections", "shard section" {
+        /// The NLL sum and the gradient sum.
+        Value = 0 => "value",
+        /// Observed-Hessian-vector products.
+        ObservedProducts = 1 => "observed-products",
+        /// Expected-information-vector products.
+        ExpectedProducts = 2 => "expected-products",
+        /// The expected information sum, packed.
+        Expected = 3 => "expected",
+        /// The observed Hessian sum, packed.
+        Observed = 4 => "observed",
+        /// The score outer-product sum, packed.
+        Meat = 5 => "meat",
+        /// The score sums per cluster id.
+        Clusters = 6 => "clusters",
+    }
+}
+
+impl Section {
+    /// The section's bit: `1 << code`.
+    pub(crate) const fn flag(self) -> u32 {
+        1 << self.code()
+    }
+}
+
+/// The flags of [`Section`], as the bit tests of the wire format spell them.
 mod section {
-    pub const VALUE: u32 = 1;
-    pub const OBSERVED_PRODUCTS: u32 = 2;
-    pub const EXPECTED_PRODUCTS: u32 = 4;
-    pub const EXPECTED: u32 = 8;
-    pub const OBSERVED: u32 = 16;
-    pub const MEAT: u32 = 32;
-    pub const CLUSTERS: u32 = 64;
-    pub const ALL: u32 = 127;
+    use super::Section;
+    pub const VALUE: u32 = Section::Value.flag();
+    pub const OBSERVED_PRODUCTS: u32 = Section::ObservedProducts.flag();
+    pub const EXPECTED_PRODUCTS: u32 = Section::ExpectedProducts.flag();
+    pub const EXPECTED: u32 = Section::Expected.flag();
+    pub const OBSERVED: u32 = Section::Observed.flag();
+    pub const MEAT: u32 = Section::Meat.flag();
+    pub const CLUSTERS: u32 = Section::Clusters.flag();
+    /// Every section's flag.
+    pub const ALL: u32 = (1 << Section::ALL.len()) - 1;
 }
 
 /// One shard's answer to a [`Request`] (or the merged answer of several shards): sums over

@@ -21,17 +21,20 @@ if TYPE_CHECKING:
 
 lib = _n.lib
 
-SOLVERS = {"newton": 0, "agd": 1}
-COVARIANCES = {"expected": 0, "observed": 1, "robust": 2, "cluster": 3}
-INITS = {"default": 0, "random": 1, "explicit": 2}
-TERMINATIONS = {0: "converged", 1: "max_iterations", 2: "stalled", 3: "diverged"}
-DIFF_METHODS = {"exact": 0, "independent": 1, "bound": 2}
-POLICIES = {"bon": 0, "pbon": 1}
-INTERVALS = {"wald": 0, "bootstrap": 1, "resized": 2, "auto": 3, "cluster-jackknife": 4,
-             "cluster-onestep": 5}
-COEFFICIENTS = {"theta": 0, "gamma": 1, "all": 2}
-#: Verdict codes of Model.compare's ``verdict`` field, by value.
-VERDICTS = ("tie", "win", "loss")
+# Option tables (name -> code, or code -> name for outputs), built from the library's names at
+# import (hetreward_option_at): the names are the CLI's, defined once in the library.
+SOLVERS = _n.option_codes(_n.HETREWARD_OPTION_SOLVER)
+COVARIANCES = _n.option_codes(_n.HETREWARD_OPTION_COVARIANCE)
+INITS = _n.option_codes(_n.HETREWARD_OPTION_INIT)
+TERMINATIONS = _n.option_names(_n.HETREWARD_OPTION_TERMINATION)
+DIFF_METHODS = _n.option_codes(_n.HETREWARD_OPTION_DIFF)
+POLICIES = _n.option_codes(_n.HETREWARD_OPTION_POLICY)
+INTERVALS = _n.option_codes(_n.HETREWARD_OPTION_INTERVALS)
+COEFFICIENTS = _n.option_codes(_n.HETREWARD_OPTION_COEFFICIENTS)
+#: Verdict names of Model.compare's ``verdict`` field, indexed by its value ("tie", "win",
+#: "loss").
+_verdicts = _n.option_names(_n.HETREWARD_OPTION_VERDICT)
+VERDICTS = tuple(_verdicts[code] for code in range(len(_verdicts)))
 
 #: numpy dtypes laid out exactly as the C output structs, so the library writes straight into
 #: the arrays Model.score / compare / select return.
@@ -316,8 +319,9 @@ class FitReport:
 
 
 _NAMES_OF = {
-    "solver": {v: k for k, v in SOLVERS.items()},
-    "covariance": {v: k for k, v in COVARIANCES.items()},
+    "solver": _n.option_names(_n.HETREWARD_OPTION_SOLVER),
+    "covariance": _n.option_names(_n.HETREWARD_OPTION_COVARIANCE),
+    "intervals": _n.option_names(_n.HETREWARD_OPTION_INTERVALS),
 }
 
 
@@ -614,7 +618,7 @@ class Model(_Handle):
         _check(lib.hetreward_model_interval_warning(self._live(), None, 0, byref(n)))
         buf = ctypes.create_string_buffer(n.value + 1)
         _check(lib.hetreward_model_interval_warning(self._live(), buf, n.value + 1, byref(n)))
-        names = {v: k for k, v in INTERVALS.items()}
+        names = _NAMES_OF["intervals"]
         return {
             "method": names.get(i.method, str(i.method)),
             "requested": names.get(i.requested, str(i.requested)),

@@ -52,6 +52,20 @@ hetreward_verdict = c_uint32
 hetreward_policy = c_uint32
 hetreward_intervals = c_uint32
 hetreward_shard_sections = c_uint32
+hetreward_option_family = c_uint32
+
+# The option families of hetreward_option_name() (HETREWARD_OPTION_* of the header; checked
+# against it by tests/test_options.py).
+HETREWARD_OPTION_SOLVER = 0
+HETREWARD_OPTION_INIT = 1
+HETREWARD_OPTION_COVARIANCE = 2
+HETREWARD_OPTION_INTERVALS = 3
+HETREWARD_OPTION_TERMINATION = 4
+HETREWARD_OPTION_DIFF = 5
+HETREWARD_OPTION_VERDICT = 6
+HETREWARD_OPTION_POLICY = 7
+HETREWARD_OPTION_COEFFICIENTS = 8
+HETREWARD_OPTION_SHARD = 9
 
 
 class hetreward_dataset(Structure):
@@ -200,6 +214,8 @@ PROTOTYPES = {
     "hetreward_last_error_message": (c_char_p, []),
     "hetreward_status_name": (c_char_p, [c_uint32]),
     "hetreward_version": (c_char_p, []),
+    "hetreward_option_name": (c_char_p, [hetreward_option_family, c_uint32]),
+    "hetreward_option_at": (c_char_p, [hetreward_option_family, c_size_t, _P(c_uint32)]),
     "hetreward_dataset_new": (
         hetreward_status,
         [c_size_t, c_size_t, c_size_t, _P(c_double), _P(c_double), _P(c_double), _P(c_double),
@@ -399,3 +415,24 @@ def last_error() -> str:
 
 def status_name(status: int) -> str:
     return lib.hetreward_status_name(status).decode()
+
+
+def option_codes(family: int) -> dict:
+    """name -> code of every option of a family (HETREWARD_OPTION_*), in code order, as the
+    library names them (hetreward_option_at: the names the CLI uses). The binding's option
+    tables are built from this at import, never spelled here."""
+    table, code, index = {}, c_uint32(), 0
+    while True:
+        name = lib.hetreward_option_at(family, index, ctypes.byref(code))
+        if name is None:
+            break
+        table[name.decode()] = code.value
+        index += 1
+    if not table:
+        raise ImportError(f"hetreward: the library names no option of family {family}")
+    return table
+
+
+def option_names(family: int) -> dict:
+    """code -> name of every option of a family (the inverse of option_codes)."""
+    return {code: name for name, code in option_codes(family).items()}

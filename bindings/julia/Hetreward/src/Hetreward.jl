@@ -36,6 +36,7 @@ const hetreward_verdict = UInt32
 const hetreward_policy = UInt32
 const hetreward_intervals = UInt32
 const hetreward_coefficients = UInt32
+const hetreward_option_family = UInt32
 const hetreward_progress_callback = Ptr{Cvoid}
 
 const HETREWARD_VERSION_MAJOR = 0
@@ -84,6 +85,16 @@ const HETREWARD_INTERVALS_CLUSTER_ONESTEP = hetreward_intervals(5)
 const HETREWARD_COEFFICIENTS_THETA = hetreward_coefficients(0)
 const HETREWARD_COEFFICIENTS_GAMMA = hetreward_coefficients(1)
 const HETREWARD_COEFFICIENTS_ALL = hetreward_coefficients(2)
+const HETREWARD_OPTION_SOLVER = hetreward_option_family(0)
+const HETREWARD_OPTION_INIT = hetreward_option_family(1)
+const HETREWARD_OPTION_COVARIANCE = hetreward_option_family(2)
+const HETREWARD_OPTION_INTERVALS = hetreward_option_family(3)
+const HETREWARD_OPTION_TERMINATION = hetreward_option_family(4)
+const HETREWARD_OPTION_DIFF = hetreward_option_family(5)
+const HETREWARD_OPTION_VERDICT = hetreward_option_family(6)
+const HETREWARD_OPTION_POLICY = hetreward_option_family(7)
+const HETREWARD_OPTION_COEFFICIENTS = hetreward_option_family(8)
+const HETREWARD_OPTION_SHARD = hetreward_option_family(9)
 
 # Opaque handles (only ever behind a Ptr).
 mutable struct hetreward_dataset end
@@ -199,6 +210,14 @@ hetreward_status_name(status) =
 
 hetreward_version() =
     @ccall libhetreward.hetreward_version()::Cstring
+
+hetreward_option_name(family, code) =
+    @ccall libhetreward.hetreward_option_name(family::hetreward_option_family,
+        code::UInt32)::Ptr{Cchar}
+
+hetreward_option_at(family, index, out_code) =
+    @ccall libhetreward.hetreward_option_at(family::hetreward_option_family, index::Csize_t,
+        out_code::Ptr{UInt32})::Ptr{Cchar}
 
 hetreward_dataset_new(n, d1, d2, z, psi0, psi, y, cluster, out_dataset) =
     @ccall libhetreward.hetreward_dataset_new(n::Csize_t, d1::Csize_t, d2::Csize_t,
@@ -491,6 +510,9 @@ function __init__()
     if hetreward_fit_default_params().struct_size != sizeof(hetreward_fit_params)
         error("hetreward_fit_params has a different layout in $(libhetreward)")
     end
+    for (table, family) in OPTION_TABLES
+        merge!(empty!(table), option_table(family))
+    end
     return nothing
 end
 
@@ -506,24 +528,47 @@ function lookup(table, key, what)
     return table[key]
 end
 
-const SOLVERS = Dict(:newton => HETREWARD_SOLVER_NEWTON, :agd => HETREWARD_SOLVER_AGD)
-const COVARIANCES = Dict(:expected => HETREWARD_COVARIANCE_EXPECTED,
-                         :observed => HETREWARD_COVARIANCE_OBSERVED,
-                         :robust => HETREWARD_COVARIANCE_ROBUST,
-                         :cluster => HETREWARD_COVARIANCE_CLUSTER)
-const INITS = Dict(:default => HETREWARD_INIT_DEFAULT, :random => HETREWARD_INIT_RANDOM,
-                   :explicit => HETREWARD_INIT_EXPLICIT)
-const METHODS = Dict(:exact => HETREWARD_DIFF_EXACT, :independent => HETREWARD_DIFF_INDEPENDENT,
-                     :bound => HETREWARD_DIFF_BOUND)
-const POLICIES = Dict(:bon => HETREWARD_POLICY_BON, :pbon => HETREWARD_POLICY_PBON)
-const INTERVALS = Dict(:wald => HETREWARD_INTERVALS_WALD, :bootstrap => HETREWARD_INTERVALS_BOOTSTRAP,
-                       :resized => HETREWARD_INTERVALS_RESIZED, :auto => HETREWARD_INTERVALS_AUTO,
-                       :cluster_jackknife => HETREWARD_INTERVALS_CLUSTER_JACKKNIFE,
-                       :cluster_onestep => HETREWARD_INTERVALS_CLUSTER_ONESTEP)
-const TERMINATIONS = Dict(HETREWARD_TERMINATION_CONVERGED => :converged,
-                          HETREWARD_TERMINATION_MAX_ITERATIONS => :max_iterations,
-                          HETREWARD_TERMINATION_STALLED => :stalled,
-                          HETREWARD_TERMINATION_DIVERGED => :diverged)
+# The option tables, name => code: empty here, filled from the library when the package loads
+# (`__init__`, `option_table`), so the names are the library's (the CLI's, with `-` written
+# `_`: `:cluster_jackknife`), never spelled in this file. check_wrapper.py checks that every
+# option family of the header has its table here and that no literal table remains.
+const SOLVERS = Dict{Symbol,UInt32}()
+const COVARIANCES = Dict{Symbol,UInt32}()
+const INITS = Dict{Symbol,UInt32}()
+const METHODS = Dict{Symbol,UInt32}()
+const POLICIES = Dict{Symbol,UInt32}()
+const INTERVALS = Dict{Symbol,UInt32}()
+const TERMINATIONS = Dict{Symbol,UInt32}()
+const VERDICTS = Dict{Symbol,UInt32}()
+const COEFFICIENT_ROWS = Dict{Symbol,UInt32}()
+const SHARD_SECTIONS = Dict{Symbol,UInt32}()
+const OPTION_TABLES = (SOLVERS => HETREWARD_OPTION_SOLVER,
+                       COVARIANCES => HETREWARD_OPTION_COVARIANCE,
+                       INITS => HETREWARD_OPTION_INIT,
+                       METHODS => HETREWARD_OPTION_DIFF,
+                       POLICIES => HETREWARD_OPTION_POLICY,
+                       INTERVALS => HETREWARD_OPTION_INTERVALS,
+                       TERMINATIONS => HETREWARD_OPTION_TERMINATION,
+                       VERDICTS => HETREWARD_OPTION_VERDICT,
+                       COEFFICIENT_ROWS => HETREWARD_OPTION_COEFFICIENTS,
+                       SHARD_SECTIONS => HETREWARD_OPTION_SHARD)
+
+"""name => code of every option of `family` (HETREWARD_OPTION_*), enumerated with
+`hetreward_option_at` until it returns NULL."""
+function option_table(family)
+    table = Dict{Symbol,UInt32}()
+    code = Ref{UInt32}(0)
+    index = 0
+    while true
+        name = hetreward_option_at(family, index, code)
+        name == C_NULL && break
+        table[Symbol(replace(unsafe_string(name), '-' => '_'))] = code[]
+        index += 1
+    end
+    isempty(table) && error("$(libhetreward) names no option of family $family")
+    return table
+end
+
 name_of(table, code) = first(k for (k, v) in table if v == code)
 
 # ---------------------------------------------------------------------------------- Dataset
@@ -804,7 +849,7 @@ function report(m::Model)
     GC.@preserve m check(hetreward_model_report(live(m), r))
     x = r[]
     return (solver=name_of(SOLVERS, x.solver), covariance=name_of(COVARIANCES, x.covariance),
-            termination=TERMINATIONS[x.termination], converged=x.converged,
+            termination=name_of(TERMINATIONS, x.termination), converged=x.converged,
             iterations=Int(x.iterations), total_iterations=Int(x.total_iterations),
             starts=Int(x.starts), grad_norm=x.grad_norm, neg_loglik=x.neg_loglik,
             seconds=x.seconds, tol=x.tol)
@@ -846,14 +891,7 @@ function compare(model::Model, phi0::Matrix{Float32}, phi1::Matrix{Float32}; alp
 end
 
 """`:win`, `:loss` or `:tie`."""
-function verdict(c::Comparison)
-    if c.verdict == HETREWARD_VERDICT_WIN
-        return :win
-    elseif c.verdict == HETREWARD_VERDICT_LOSS
-        return :loss
-    end
-    return :tie
-end
+verdict(c::Comparison) = name_of(VERDICTS, c.verdict)
 
 """
     select(model, phi; penalty=nothing, alpha=0.05, policy=:pbon) -> (index, candidates)
@@ -889,10 +927,6 @@ function rationality(model::Model, psi0::Real, psi::Vector{Float64})
                                                              length(psi), sigma, se))
     return sigma[], se[]
 end
-
-const COEFFICIENT_ROWS = Dict(:theta => HETREWARD_COEFFICIENTS_THETA,
-                             :gamma => HETREWARD_COEFFICIENTS_GAMMA,
-                             :all => HETREWARD_COEFFICIENTS_ALL)
 
 """
     coefficients(model; alpha=0.05, which=:all) -> Vector{Coefficient}

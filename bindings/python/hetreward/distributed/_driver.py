@@ -21,9 +21,9 @@ from ._faults import ShardError, Watch, what_round
 
 lib = _n.lib
 
-#: Section bits of a request (the C API's HETREWARD_SHARD_* values).
-SECTIONS = {1: "value", 2: "observed products", 4: "expected products", 8: "expected",
-            16: "observed", 32: "meat", 64: "clusters"}
+#: Section bits of a request (the C API's HETREWARD_SHARD_* values) -> their names, from the
+#: library (hetreward_option_at).
+SECTIONS = _n.option_names(_n.HETREWARD_OPTION_SHARD)
 
 
 @dataclass(frozen=True)
