@@ -25,7 +25,10 @@ use std::collections::BTreeMap;
 /// compiled for both storage precisions).
 macro_rules! with_features {
     ($data:expr, |$z:ident| $body:expr) => {
-        match $data.features() {
+        with_features!(@ $data.features(), |$z| $body)
+    };
+    (@ $features:expr, |$z:ident| $body:expr) => {
+        match $features {
             FeatureMatrix::F64($z) => $body,
             FeatureMatrix::F32($z) => $body,
         }
@@ -288,9 +291,29 @@ pub fn hessian_vector(
     curvature: Curvature,
     theta_only: bool,
 ) -> Vec<f64> {
+    hessian_vector_over(data, data.features(), terms, v, curvature, theta_only)
+}
+
+/// [`hessian_vector`] reading z from `features` (`data`'s z, or a copy of it in another
+/// precision: Newton-CG's products read a single-precision copy of an `f64` z, see
+/// [`crate::fit::newton_cg::DataPreconditioner`]); everything else is read from `data`.
+pub(crate) fn hessian_vector_over(
+    data: &Dataset,
+    features: FeatureMatrix<'_>,
+    terms: &[SampleTerms],
+    v: &[f64],
+    curvature: Curvature,
+    theta_only: bool,
+) -> Vec<f64> {
     let (d1, d2) = (data.d1(), data.d2());
     let m = if theta_only { d1 } else { d1 + d2 };
     assert_eq!(v.len(), m, "hessian_vector: v has the wrong length");
+    let stored = with_features!(@ features, |z| z.len());
+    assert_eq!(
+        stored,
+        data.n() * d1,
+        "hessian_vector: z has the wrong shape"
+    );
     let (vt, vg) = v.split_at(d1);
     let observed = curvature == Curvature::Observed && !theta_only;
     // Row i's coefficients on z_i and psi_i, given a = v_theta . z_i.
@@ -315,7 +338,7 @@ pub fn hessian_vector(
             }
         }
     };
-    let total = with_features!(data, |z| chunked_sum(data.n(), m, |rows, acc| {
+    let total = with_features!(@ features, |z| chunked_sum(data.n(), m, |rows, acc| {
         // Two rows at a time (v and the accumulator read once per pair); every row's
         // arithmetic and the order of the additions exactly as one at a time.
         let mut i = rows.start;
@@ -439,11 +462,21 @@ fn z_transpose_times<T: Scalar + Element>(
 /// (`d1 x d2`) from per-sample `terms`: one GEMM `Z^T M` over the data, in the storage
 /// precision of z (for `f32` storage ~1e-6 relative: used by the preconditioner only).
 pub fn cross_information(data: &Dataset, terms: &[SampleTerms]) -> DMatrix<f64> {
+    cross_information_over(data, data.features(), terms)
+}
+
+/// [`cross_information`] reading z from `features` (as [`hessian_vector_over`]), in its
+/// precision.
+pub(crate) fn cross_information_over(
+    data: &Dataset,
+    features: FeatureMatrix<'_>,
+    terms: &[SampleTerms],
+) -> DMatrix<f64> {
     if data.d2() == 0 {
         return DMatrix::zeros(data.d1(), 0);
     }
     let c = |i: usize| terms[i].weight * terms[i].sigma * terms[i].t;
-    with_features!(data, |z| z_transpose_times(data, z, c))
+    with_features!(@ features, |z| z_transpose_times(data, z, c))
 }
 
 /// The gamma block of the expected information `I_gg = (1/n) sum w_i t_i^2 psi_i psi_i^T`
