@@ -27,8 +27,9 @@
 //!   solver, preconditioner) over the resident data.
 //! * `process` (with `--file PATH`, a training safetensors file): what `hetreward fit FILE
 //!   --out M --report R` does, phase by phase in this process — read the file, validate (the
-//!   dataset's checks, timed again on the decoded arrays), fit, covariance (and model
-//!   assembly), write the model file and the JSON report. `bench/whole_process.py` times the
+//!   dataset's checks, timed again on the decoded arrays), fit (with Newton-CG's work
+//!   counters), covariance (and model assembly), the heterogeneity diagnostic (files with
+//!   cluster ids), write the model file and the JSON report. `bench/whole_process.py` times the
 //!   CLI itself against an OpenBLAS dsyrk of the same z.
 //!
 //! `--write-training PATH` writes the generated data as a safetensors training file (z in
@@ -1393,8 +1394,22 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
             ..FitOptions::default()
         };
         let t = Instant::now();
-        let fitted = hetreward::fit::fit(&data, &options, &FitControl::default()).unwrap();
+        let (fitted, diag) =
+            fit_with(&data, &options, &Tuning::default(), &FitControl::default()).unwrap();
         timed(&mut rows, "fit", t);
+        let c = &diag.cg;
+        println!(
+            "fit: {} Newton steps, {} CG products, {} passes; preconditioner {:.2} s, products \
+             {:.2} s, evaluations {:.2} s, step blocks {:.2} s, CG applies {:.2} s",
+            c.newton_steps,
+            c.cg_iterations,
+            c.passes,
+            c.preconditioner_seconds,
+            c.product_seconds,
+            c.evaluation_seconds,
+            c.block_seconds,
+            c.apply_seconds
+        );
         let t = Instant::now();
         let model = pool(cfg.threads)
             .install(|| {
@@ -1407,6 +1422,14 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
             })
             .unwrap();
         timed(&mut rows, "covariance_and_model", t);
+        if data.cluster().is_some() {
+            // The CLI prints the heterogeneity diagnostic after every fit with cluster ids.
+            let t = Instant::now();
+            pool(cfg.threads)
+                .install(|| hetreward::cluster::heterogeneity(&data, model.params()))
+                .unwrap();
+            timed(&mut rows, "heterogeneity", t);
+        }
         let t = Instant::now();
         std::fs::write(&model_path, model_file::to_bytes(&model)).unwrap();
         timed(&mut rows, "write_model", t);

@@ -25,7 +25,10 @@ use std::collections::BTreeMap;
 /// compiled for both storage precisions).
 macro_rules! with_features {
     ($data:expr, |$z:ident| $body:expr) => {
-        match $data.features() {
+        with_features!(@ $data.features(), |$z| $body)
+    };
+    (@ $features:expr, |$z:ident| $body:expr) => {
+        match $features {
             FeatureMatrix::F64($z) => $body,
             FeatureMatrix::F32($z) => $body,
         }
@@ -288,9 +291,29 @@ pub fn hessian_vector(
     curvature: Curvature,
     theta_only: bool,
 ) -> Vec<f64> {
+    hessian_vector_over(data, data.features(), terms, v, curvature, theta_only)
+}
+
+/// [`hessian_vector`] reading z from `features` (`data`'s z, or a copy of it in another
+/// precision: Newton-CG's products read a single-precision copy of an `f64` z, see
+/// [`crate::fit::newton_cg::DataPreconditioner`]); everything else is read from `data`.
+pub(crate) fn hessian_vector_over(
+    data: &Dataset,
+    features: FeatureMatrix<'_>,
+    terms: &[SampleTerms],
+    v: &[f64],
+    curvature: Curvature,
+    theta_only: bool,
+) -> Vec<f64> {
     let (d1, d2) = (data.d1(), data.d2());
     let m = if theta_only { d1 } else { d1 + d2 };
     assert_eq!(v.len(), m, "hessian_vector: v has the wrong length");
+    let stored = with_features!(@ features, |z| z.len());
+    assert_eq!(
+        stored,
+        data.n() * d1,
+        "hessian_vector: z has the wrong shape"
+    );
     let (vt, vg) = v.split_at(d1);
     let observed = curvature == Curvature::Observed && !theta_only;
     // Row i's coefficients on z_i and psi_i, given a = v_theta . z_i.
@@ -315,7 +338,7 @@ pub fn hessian_vector(
             }
         }
     };
-    let total = with_features!(data, |z| chunked_sum(data.n(), m, |rows, acc| {
+    let total = with_features!(@ features, |z| chunked_sum(data.n(), m, |rows, acc| {
         // Two rows at a time (v and the accumulator read once per pair); every row's
         // arithmetic and the order of the additions exactly as one at a time.
         let mut i = rows.start;
@@ -417,13 +440,19 @@ pub fn row_squared_norms(data: &Dataset) -> Vec<f64> {
 }
 
 /// `Z^T M / n` (`d1 x d2`, column-major) for `M` row-major `n x d2` with row `i` equal to
-/// `c_i psi_i`, built in the storage precision of z; one GEMM (thread-count independent).
+/// `c_i psi_i`. With mostly zero covariates (one-hot psi: at most half of psi non-zero) it is
+/// [`z_psi_sum`], `n d1 nnz(psi)` flops accumulated in `f64`; otherwise one GEMM in the
+/// storage precision of z. Both are thread-count independent.
 fn z_transpose_times<T: Scalar + Element>(
     data: &Dataset,
     z: &[T],
-    c: impl Fn(usize) -> f64,
+    c: impl Fn(usize) -> f64 + Sync,
 ) -> DMatrix<f64> {
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
+    let nonzeros = data.psi().iter().filter(|&&p| p != 0.0).count();
+    if 2 * nonzeros <= n * d2 {
+        return z_psi_sum(data, z, |i, _| c(i));
+    }
     let mut m = vec![T::default(); n * d2];
     for (i, mrow) in m.chunks_exact_mut(d2).enumerate() {
         let ci = c(i);
@@ -435,15 +464,49 @@ fn z_transpose_times<T: Scalar + Element>(
     DMatrix::from_iterator(d1, d2, out.into_iter().map(|v| v.to_f64() / n as f64))
 }
 
+/// `(1/n) sum_i c_i z_i psi_i^T` (`d1 x d2`) for the per-row coefficient `c(i, z_i)`, row by
+/// row: one `f64` axpy of `z_i` per non-zero `psi_ik` (zero covariates, e.g. one-hot, cost
+/// nothing), in fixed chunks (thread-count independent).
+fn z_psi_sum<T: Element>(
+    data: &Dataset,
+    z: &[T],
+    c: impl Fn(usize, &[T]) -> f64 + Sync,
+) -> DMatrix<f64> {
+    let (d1, d2) = (data.d1(), data.d2());
+    // Column k of the result is acc[k * d1..(k + 1) * d1].
+    let acc = chunked_sum(data.n(), d1 * d2, |rows, acc| {
+        for i in rows {
+            let zi = row(z, d1, i);
+            let ci = c(i, zi);
+            for (k, &ps) in data.psi_row(i).iter().enumerate() {
+                if ps != 0.0 {
+                    Element::axpy_row(ci * ps, zi, &mut acc[k * d1..(k + 1) * d1]);
+                }
+            }
+        }
+    });
+    DMatrix::from_vec(d1, d2, acc) / data.n() as f64
+}
+
 /// The cross block of the expected information `I_tg = (1/n) sum w_i sigma_i t_i z_i psi_i^T`
 /// (`d1 x d2`) from per-sample `terms`: one GEMM `Z^T M` over the data, in the storage
 /// precision of z (for `f32` storage ~1e-6 relative: used by the preconditioner only).
 pub fn cross_information(data: &Dataset, terms: &[SampleTerms]) -> DMatrix<f64> {
+    cross_information_over(data, data.features(), terms)
+}
+
+/// [`cross_information`] reading z from `features` (as [`hessian_vector_over`]), in its
+/// precision.
+pub(crate) fn cross_information_over(
+    data: &Dataset,
+    features: FeatureMatrix<'_>,
+    terms: &[SampleTerms],
+) -> DMatrix<f64> {
     if data.d2() == 0 {
         return DMatrix::zeros(data.d1(), 0);
     }
     let c = |i: usize| terms[i].weight * terms[i].sigma * terms[i].t;
-    with_features!(data, |z| z_transpose_times(data, z, c))
+    with_features!(@ features, |z| z_transpose_times(data, z, c))
 }
 
 /// The gamma block of the expected information `I_gg = (1/n) sum w_i t_i^2 psi_i psi_i^T`
@@ -468,21 +531,9 @@ pub fn gamma_information(data: &Dataset, terms: &[SampleTerms]) -> DMatrix<f64> 
 /// The residual term of the observed Hessian's cross block,
 /// `(1/n) sum (mu_i - y_i) z_i psi_i^T` (`d1 x d2`); zero in expectation at the truth.
 pub fn residual_cross_term(data: &Dataset, params: &Params) -> DMatrix<f64> {
-    let (d1, d2) = (data.d1(), data.d2());
-    // Column k of the result is acc[k * d1..(k + 1) * d1]; zero covariates (one-hot) are
-    // skipped.
-    let cross = with_features!(data, |z| chunked_sum(data.n(), d1 * d2, |rows, acc| {
-        for i in rows {
-            let zi = row(z, d1, i);
-            let st = row_terms_without_loss(data, zi, params, i);
-            for (k, &ps) in data.psi_row(i).iter().enumerate() {
-                if ps != 0.0 {
-                    Element::axpy_row(st.resid * ps, zi, &mut acc[k * d1..(k + 1) * d1]);
-                }
-            }
-        }
-    }));
-    DMatrix::from_column_slice(d1, d2, &cross) / data.n() as f64
+    with_features!(data, |z| z_psi_sum(data, z, |i, zi| {
+        row_terms_without_loss(data, zi, params, i).resid
+    }))
 }
 
 /// Adds the residual cross term (see [`residual_cross_term`]) to the expected information,
@@ -692,6 +743,32 @@ mod tests {
         let gg = gamma_information(&data, &ev.terms);
         assert!((cross - info.view((0, 3), (3, 2))).abs().max() < 1e-12);
         assert!((gg - info.view((3, 3), (2, 2))).abs().max() < 1e-12);
+    }
+
+    /// One-hot psi takes the row-by-row path over its non-zeros, dense psi the GEMM: both
+    /// are the information's cross block.
+    #[test]
+    fn cross_information_is_the_cross_block_for_sparse_and_dense_psi() {
+        let params = Params {
+            theta: vec![0.2, -0.1, 0.3, 0.05],
+            gamma: vec![0.4, -0.3, 0.2],
+        };
+        let one_hot = crate::sim::one_hot_groups(400, &params.theta, &params.gamma, 5);
+        let nonzeros = one_hot.psi().iter().filter(|&&p| p != 0.0).count();
+        assert!(
+            2 * nonzeros <= one_hot.n() * one_hot.d2(),
+            "the sparse path"
+        );
+        let (dense, dense_params) = fixture();
+        assert!(2 * dense.psi().iter().filter(|&&p| p != 0.0).count() > dense.psi().len());
+        for (data, params) in [(&one_hot, &params), (&dense, &dense_params)] {
+            let d1 = data.d1();
+            let terms = evaluate(data, params).terms;
+            let info = expected_information(data, params);
+            let cross = cross_information(data, &terms);
+            let block = info.view((0, d1), (d1, data.d2()));
+            assert!((cross - block).abs().max() < 1e-12);
+        }
     }
 
     #[test]

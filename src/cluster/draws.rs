@@ -5,8 +5,8 @@ use crate::calibrate::draws::{draw_seed, warm_refit, Settings, Stream};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::fit::FitOptions;
-use crate::likelihood::{nll_and_gradient, observed_hessian};
-use crate::linalg::spd_inverse;
+use crate::likelihood::{cluster_score_sums, nll_and_gradient, observed_hessian};
+use crate::linalg::{matmul, spd_inverse};
 use crate::model::Params;
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
@@ -56,18 +56,27 @@ fn shifted(params: &Params, deltas: Vec<DVector<f64>>) -> ClusterDraws {
 ///
 /// Errors: [`crate::Error::SingularInformation`] when `H` is not positive definite.
 pub fn sandwich(data: &Dataset, params: &Params, clusters: &Clusters) -> Result<ClusterDraws> {
-    let h_inv = spd_inverse(
-        &(observed_hessian(data, params) * data.n() as f64),
-        "the observed Hessian",
-    )?;
-    let scores: Vec<DVector<f64>> = (0..clusters.len())
-        .into_par_iter()
-        .map(|g| {
-            let sub = data.select_rows(clusters.rows(g));
-            DVector::from_vec(nll_and_gradient(&sub, params).1) * sub.n() as f64
-        })
-        .collect();
-    Ok(shifted(params, scores.iter().map(|s| &h_inv * s).collect()))
+    sandwich_with(observed_hessian(data, params), data, params, clusters)
+}
+
+/// [`sandwich`] with the observed Hessian `hessian` (the mean over the samples, as
+/// [`observed_hessian`] returns it) already computed: one pass for the clusters' summed
+/// scores, one factorisation and inverse of `H`, and one GEMM `H^-1 [s_1 .. s_G]`.
+pub(crate) fn sandwich_with(
+    hessian: DMatrix<f64>,
+    data: &Dataset,
+    params: &Params,
+    clusters: &Clusters,
+) -> Result<ClusterDraws> {
+    let h_inv = spd_inverse(&(hessian * data.n() as f64), "the observed Hessian")?;
+    let (ids, sums) = cluster_score_sums(data, params);
+    debug_assert_eq!(ids.len(), clusters.len(), "both in increasing id order");
+    let scores = DMatrix::from_vec(data.n_params(), ids.len(), sums);
+    let deltas = matmul(&h_inv, &scores);
+    Ok(shifted(
+        params,
+        deltas.column_iter().map(|c| c.into_owned()).collect(),
+    ))
 }
 
 /// `b_(g) = b + (H - H_g)^-1 s_g` for every cluster `g`: one Newton step of the fit without

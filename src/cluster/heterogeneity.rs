@@ -10,10 +10,12 @@
 //! the ratio grows with the comparisons per annotator; an interval that assumes independence
 //! then covers about `2 Phi(1.96 / sqrt(ratio)) - 1` instead of 0.95.
 
-use super::{effective_df, sandwich, Clusters};
+use super::draws::sandwich_with;
+use super::{effective_df, Clusters};
 use crate::data::Dataset;
 use crate::error::Result;
-use crate::inference::{covariance_factors, CovarianceKind};
+use crate::inference::{factors_from_matrices, CovarianceKind};
+use crate::likelihood::{add_residual_cross_term, expected_information, residual_cross_term};
 use crate::model::Params;
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -59,9 +61,16 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
     let g = clusters.len() as f64;
     let (n, p) = (data.n() as f64, data.n_params() as f64);
     let cr1 = g / (g - 1.0) * (n - 1.0) / (n - p).max(1.0);
-    let draws = sandwich(data, params, &clusters)?;
-    let model = covariance_factors(data, params, CovarianceKind::Expected)?;
+    // One Gram product for both: the observed Hessian is the expected information plus the
+    // residual cross term.
     let d1 = data.d1();
+    let info = expected_information(data, params);
+    let mut hessian = info.clone();
+    if data.d2() > 0 {
+        add_residual_cross_term(&mut hessian, &residual_cross_term(data, params));
+    }
+    let draws = sandwich_with(hessian, data, params, &clusters)?;
+    let model = factors_from_matrices(CovarianceKind::Expected, info, None, data.n(), d1)?;
     let model_var = |c: usize| {
         if c < d1 {
             model.theta_factor.row(c).norm_squared()

@@ -39,6 +39,32 @@ fn sandwich_draws_spread_is_the_cluster_robust_covariance() {
     assert!(close(&cov.view((6, 6), (2, 2)).into_owned(), &f.gamma_cov));
 }
 
+/// The draws are `b + H^-1 s_g` with `s_g` each cluster's summed NLL gradient, computed here
+/// cluster by cluster on its own rows (the definition; `sandwich` takes all the clusters'
+/// summed scores in one pass and one GEMM).
+#[test]
+fn sandwich_draws_are_one_newton_step_from_each_cluster_score() {
+    let (data, params) = fitted(12, 25, 0.3, 3);
+    let clusters = Clusters::of(&data).unwrap();
+    let d = sandwich(&data, &params, &clusters).unwrap();
+    let h = crate::likelihood::observed_hessian(&data, &params) * data.n() as f64;
+    let h_inv = crate::linalg::spd_inverse(&h, "test").unwrap();
+    let b = params.stacked();
+    for g in 0..clusters.len() {
+        let sub = data.select_rows(clusters.rows(g));
+        let grad = crate::likelihood::nll_and_gradient(&sub, &params).1;
+        let s = nalgebra::DVector::from_vec(grad) * sub.n() as f64;
+        let want = &h_inv * s;
+        for (k, w) in want.iter().enumerate() {
+            let got = d.values[g * d.p + k] - b[k];
+            assert!(
+                (got - w).abs() <= 1e-10 * (1.0 + w.abs()),
+                "{g} {k}: {got} vs {w}"
+            );
+        }
+    }
+}
+
 #[test]
 fn jackknife_refits_are_the_fits_without_each_cluster_and_one_step_approximates_them() {
     let (data, params) = fitted(20, 40, 0.4, 2);

@@ -8,8 +8,8 @@ use super::State;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::likelihood::{
-    add_residual_cross_term, cross_information, evaluate, expected_information, gamma_information,
-    hessian_vector, mean_nll, residual_cross_term, Curvature, Evaluation,
+    add_residual_cross_term, cross_information_over, evaluate, expected_information,
+    gamma_information, hessian_vector_over, mean_nll, residual_cross_term, Curvature, Evaluation,
 };
 use crate::linalg::{lower_matvec, lower_t_matvec, matmul, matmul_tn, ridged_cholesky};
 use crate::model::Params;
@@ -162,16 +162,18 @@ impl Objective for InMemory<'_> {
     ) -> Result<Vec<f64>> {
         let data = self.data;
         let (d1, p) = (data.d1(), data.n_params());
+        let base = self.base.clone().expect("Newton-CG objectives have a base");
+        let z = base.features(data);
         let clock = Instant::now();
         let product = {
             let terms = &self.terms_at(&at.params).terms;
+            let product = |v: &[f64], theta_only| {
+                hessian_vector_over(data, z, terms, v, curvature, theta_only)
+            };
             match free {
-                Free::All => hessian_vector(data, terms, v, curvature, false),
-                Free::Theta => hessian_vector(data, terms, v, curvature, true),
-                Free::AllBut(_) => {
-                    let v = free.scatter(v, d1, p);
-                    free.gather(&hessian_vector(data, terms, &v, curvature, false), d1)
-                }
+                Free::All => product(v, false),
+                Free::Theta => product(v, true),
+                Free::AllBut(_) => free.gather(&product(&free.scatter(v, d1, p), false), d1),
             }
         };
         self.stats.product_seconds += clock.elapsed().as_secs_f64();
@@ -226,7 +228,7 @@ impl StepPreconditioner {
         } else {
             1.0
         };
-        let b = cross_information(data, &eval.terms);
+        let b = cross_information_over(data, base.features(data), &eval.terms);
         let w = matmul(&base.inverse_factor, &b);
         let d = gamma_information(data, &eval.terms);
         let s = d - matmul_tn(&w, &w) / alpha;
@@ -271,6 +273,34 @@ impl StepPreconditioner {
 
 #[cfg(test)]
 mod tests {
+    /// Newton-CG's products read the preconditioner's single-precision copy of an `f64` z:
+    /// within f32 rounding of the double-precision product, and not equal to it.
+    #[test]
+    fn products_read_a_single_precision_copy_of_f64_z() {
+        use crate::data::FeatureMatrix;
+        use crate::fit::newton_cg::DataPreconditioner;
+        use crate::likelihood::{evaluate, hessian_vector, hessian_vector_over, Curvature};
+        let data = crate::sim::paper_simulation(300, crate::sim::ActionDesign::Uniform, 4);
+        let base = DataPreconditioner::new(&data);
+        let z = base.features(&data);
+        assert!(matches!(z, FeatureMatrix::F32(_)));
+        let mut params = crate::Params::zeros(data.d1(), data.d2());
+        params.theta[0] = 0.5;
+        params.gamma[0] = -0.3;
+        let terms = evaluate(&data, &params).terms;
+        let v: Vec<f64> = (0..data.n_params()).map(|j| 1.0 - 0.1 * j as f64).collect();
+        for curvature in [Curvature::Observed, Curvature::Expected] {
+            let exact = hessian_vector(&data, &terms, &v, curvature, false);
+            let single = hessian_vector_over(&data, z, &terms, &v, curvature, false);
+            let scale = exact.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            let gap = exact
+                .iter()
+                .zip(&single)
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(gap > 0.0 && gap < 1e-6 * scale, "{gap} of {scale}");
+        }
+    }
+
     /// Integer sample weights are repeated rows (`crate::testing::select_rows`): every row
     /// twice is the same likelihood, so the same estimate through the same iteration.
     #[test]
