@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 /// The feature matrix z in the precision it is stored in.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Features {
+pub(crate) enum Features {
     /// Double precision (from [`Dataset::new`]).
     F64(Vec<f64>),
     /// Single precision (from [`Dataset::new_f32`]): half the memory and half the memory
@@ -105,7 +105,7 @@ pub enum Rows {
     Whole,
     /// One shard of a distributed fit: only its shape and values are checked.
     /// Identifiability is a property of the merged shards: the driver checks the total row
-    /// count ([`crate::shard::merge_summaries`]) and a `psi0` that does not identify the
+    /// count (`crate::shard::merge_summaries`) and a `psi0` that does not identify the
     /// scale shows as singular merged information (`SingularInformation`).
     Shard,
 }

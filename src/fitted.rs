@@ -4,7 +4,7 @@
 //! S_theta^2 / n` and `Cov(gamma_hat) = S_gamma^2 / n`. The SE of a reward is then
 //! `se(phi) = ||L^T phi||` (= `sqrt(phi^T S_theta^2 phi / n)`, SPEC §3) — one triangular
 //! product per answer. `L` is packed once, at construction, into 4-column panels
-//! ([`PackedLower`]) and a register-tiled kernel streams it once per 16 answers: scoring a
+//! (`PackedLower`) and a register-tiled kernel streams it once per 16 answers: scoring a
 //! batch costs `m d1^2 / 2` multiply-adds with no per-call packing, and an answer's SE is the
 //! same to the last bit whether it is scored alone, in a batch or in a selection.
 //!
@@ -497,7 +497,7 @@ impl RewardModel {
     }
 
     /// The coefficient table (estimate, SE, z, p-value, CI of every theta_j and gamma_k) at
-    /// level `alpha` under the model's interval method; [`crate::coefficients::coefficients`].
+    /// level `alpha` under the model's interval method; `crate::coefficients::coefficients`.
     pub fn coefficients(&self, alpha: f64) -> Result<coefficients::CoefficientTable> {
         coefficients::coefficients(self, alpha)
     }

@@ -4,7 +4,7 @@
 #![no_main]
 
 use hetreward::data::Rows;
-use hetreward::io::csv_table::CsvTable;
+use hetreward::internals::io::CsvTable;
 use hetreward::io::{scoring, training};
 use libfuzzer_sys::fuzz_target;
 

@@ -4,7 +4,7 @@
 #![no_main]
 
 use hetreward::data::Rows;
-use hetreward::io::safetensors_table::SafetensorsFile;
+use hetreward::internals::io::SafetensorsFile;
 use hetreward::io::{scoring, training};
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
