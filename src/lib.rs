@@ -121,10 +121,21 @@ pub mod internals {
         pub use crate::cluster::interval::{interval, Center, Df, Spread};
         pub use crate::cluster::{ClusterDraws, Clusters};
     }
-    /// The bounded file readers under `io::training` and `io::scoring`.
+    /// The bounded file readers under `io::training` and `io::scoring`, and the tables built on them.
     pub mod io {
         pub use crate::io::csv_table::CsvTable;
         pub use crate::io::safetensors_table::SafetensorsFile;
+        /// The training set from a parsed table.
+        pub mod training {
+            pub use crate::io::training::{from_csv, from_safetensors};
+        }
+        /// The scoring inputs from a parsed table.
+        pub mod scoring {
+            pub use crate::io::scoring::{
+                candidates_from_csv, candidates_from_safetensors, pairs_from_csv,
+                pairs_from_safetensors, phi_from_csv, phi_from_safetensors,
+            };
+        }
     }
     /// The driver-side distributed fit and its in-process oracle.
     pub mod shard {

@@ -58,7 +58,7 @@ impl CsvTable {
     }
 
     /// Reads CSV text from any reader; `name` labels errors.
-    pub(crate) fn from_reader(name: &str, reader: impl Read) -> Result<Self> {
+    pub fn from_reader(name: &str, reader: impl Read) -> Result<Self> {
         let mut records = Records::new(name, reader);
         let mut columns: Vec<String> = Vec::new();
         if records.next("the header")? {

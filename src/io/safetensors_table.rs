@@ -45,7 +45,7 @@ impl SafetensorsFile {
     /// the file if the header is malformed, names a tensor twice, has an unknown dtype, a shape
     /// whose size disagrees with its byte range, or byte ranges that do not exactly tile the
     /// rest of the file.
-    pub(crate) fn open(path: &Path) -> Result<Self> {
+    pub fn open(path: &Path) -> Result<Self> {
         let name = path.display().to_string();
         let io = |e: std::io::Error| Error::io(&name, &e);
         let bad =

@@ -107,7 +107,8 @@ pub fn read_candidates(path: &Path, d1: usize) -> Result<CandidatesInput> {
 }
 
 /// PHI from a CSV table with exactly the columns `phi1..phi{d1}`.
-pub(crate) fn phi_from_csv(t: &CsvTable, d1: usize) -> Result<PhiInput> {
+#[doc(hidden)] // reached through `crate::internals` only
+pub fn phi_from_csv(t: &CsvTable, d1: usize) -> Result<PhiInput> {
     check_columns(t, &[], &[("phi", d1)])?;
     let phi = csv_block(t, "phi", d1)?;
     Ok(PhiInput {
@@ -119,7 +120,8 @@ pub(crate) fn phi_from_csv(t: &CsvTable, d1: usize) -> Result<PhiInput> {
 }
 
 /// PAIRS from a CSV table with the columns `phi0_1..phi0_{d1}`, `phi1_1..phi1_{d1}`.
-pub(crate) fn pairs_from_csv(t: &CsvTable, d1: usize) -> Result<PairsInput> {
+#[doc(hidden)] // reached through `crate::internals` only
+pub fn pairs_from_csv(t: &CsvTable, d1: usize) -> Result<PairsInput> {
     check_columns(t, &[], &[("phi0_", d1), ("phi1_", d1)])?;
     let phi0 = csv_block(t, "phi0_", d1)?;
     let phi1 = csv_block(t, "phi1_", d1)?;
@@ -133,7 +135,8 @@ pub(crate) fn pairs_from_csv(t: &CsvTable, d1: usize) -> Result<PairsInput> {
 }
 
 /// CANDIDATES from a CSV table with the columns `group`, optional `penalty`, `phi1..phi{d1}`.
-pub(crate) fn candidates_from_csv(t: &CsvTable, d1: usize) -> Result<CandidatesInput> {
+#[doc(hidden)] // reached through `crate::internals` only
+pub fn candidates_from_csv(t: &CsvTable, d1: usize) -> Result<CandidatesInput> {
     check_columns(t, &["group", "penalty"], &[("phi", d1)])?;
     let phi = csv_block(t, "phi", d1)?;
     let group = group_ids(&t.column("group")?, |r| {
@@ -155,7 +158,8 @@ pub(crate) fn candidates_from_csv(t: &CsvTable, d1: usize) -> Result<CandidatesI
 }
 
 /// PHI from a safetensors file with the tensor `phi` `[m, d1]`.
-pub(crate) fn phi_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PhiInput> {
+#[doc(hidden)] // reached through `crate::internals` only
+pub fn phi_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PhiInput> {
     let (rows, phi) = st_matrix(f, "phi", None, d1)?;
     Ok(PhiInput {
         path: f.path().to_string(),
@@ -166,7 +170,8 @@ pub(crate) fn phi_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<Phi
 }
 
 /// PAIRS from a safetensors file with the tensors `phi0`, `phi1` `[m, d1]`.
-pub(crate) fn pairs_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PairsInput> {
+#[doc(hidden)] // reached through `crate::internals` only
+pub fn pairs_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PairsInput> {
     let rows = st_matrix_shape(f, "phi0", None, d1)?;
     st_matrix_shape(f, "phi1", Some(rows), d1)?;
     let (_, phi0) = st_matrix(f, "phi0", Some(rows), d1)?;
@@ -182,10 +187,8 @@ pub(crate) fn pairs_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<P
 
 /// CANDIDATES from a safetensors file with `phi` `[m, d1]`, `group` `[m]` and optional `penalty`
 /// `[m]`. Every shape is checked before any data is read.
-pub(crate) fn candidates_from_safetensors(
-    f: &SafetensorsFile,
-    d1: usize,
-) -> Result<CandidatesInput> {
+#[doc(hidden)] // reached through `crate::internals` only
+pub fn candidates_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<CandidatesInput> {
     let path = f.path();
     let rows = st_matrix_shape(f, "phi", None, d1)?;
     f.expect_shape("group", true, &[Some(rows)])?;

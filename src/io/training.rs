@@ -26,7 +26,8 @@ pub(crate) fn read_rows(path: &Path, rows: Rows) -> Result<Dataset> {
 }
 
 /// Builds a dataset from a CSV table with the training columns.
-pub(crate) fn from_csv(t: &CsvTable, rows: Rows) -> Result<Dataset> {
+#[doc(hidden)] // reached through `crate::internals` only
+pub fn from_csv(t: &CsvTable, rows: Rows) -> Result<Dataset> {
     let (d1, z) = t.numbered_block("z");
     let (d2, psi) = t.numbered_block("psi");
     if d1 == 0 {
@@ -71,7 +72,8 @@ pub(crate) fn from_csv(t: &CsvTable, rows: Rows) -> Result<Dataset> {
 /// Builds a dataset from a safetensors file with the training tensors. Every shape is checked
 /// against the others from the header before any tensor data is read, so an inconsistent file
 /// costs nothing to reject.
-pub(crate) fn from_safetensors(f: &SafetensorsFile, rows: Rows) -> Result<Dataset> {
+#[doc(hidden)] // reached through `crate::internals` only
+pub fn from_safetensors(f: &SafetensorsFile, rows: Rows) -> Result<Dataset> {
     let path = f.path();
     let n = f.expect_shape("y", true, &[None])?[0];
     // Where z comes from, and its width: `z` itself, or `phi1 - phi0`.
