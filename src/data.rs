@@ -329,7 +329,7 @@ impl Dataset {
     /// draws them as 0.0 / 1.0.
     ///
     /// Panics if `y.len() != n` (a caller bug).
-    pub fn with_labels(&self, y: Vec<f64>) -> Dataset {
+    pub(crate) fn with_labels(&self, y: Vec<f64>) -> Dataset {
         assert_eq!(y.len(), self.n, "with_labels: one label per sample");
         debug_assert!(y.iter().all(|&v| v == 0.0 || v == 1.0));
         Dataset {
