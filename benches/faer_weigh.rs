@@ -188,7 +188,7 @@ fn main() {
         let a = rand_buf(n * p, p as u64);
         // SYRK / Gram: A^T A / n over row-major rows.
         let (tp, g) = best(reps, || {
-            hetreward::linalg::gram(n, p, n as f64, |i, out| {
+            hetreward::internals::linalg::gram(n, p, n as f64, |i, out| {
                 out.copy_from_slice(&a[i * p..(i + 1) * p])
             })
         });
@@ -207,7 +207,9 @@ fn main() {
         for i in 0..p {
             spd[(i, i)] += 0.01;
         }
-        let (tp, l) = best(reps, || hetreward::linalg::cholesky(&spd, "A").unwrap());
+        let (tp, l) = best(reps, || {
+            hetreward::internals::linalg::cholesky(&spd, "A").unwrap()
+        });
         let (tf, lf) = best(reps, || faer_chol(&spd));
         let same = same_bits(&|| faer_chol(&spd));
         row(
@@ -221,7 +223,7 @@ fn main() {
         // Triangular inverse of the factor.
         let (tp, x) = best(reps, || {
             let mut x = l.clone();
-            hetreward::linalg::lower_inverse_in_place(&mut x);
+            hetreward::internals::linalg::lower_inverse_in_place(&mut x);
             x
         });
         let (tf, xf) = best(reps, || faer_trinv(&lf));
@@ -237,7 +239,7 @@ fn main() {
         // GEMM, square.
         let b1 = DMatrix::from_vec(p, p, rand_buf(p * p, 7));
         let b2 = DMatrix::from_vec(p, p, rand_buf(p * p, 8));
-        let (tp, c) = best(reps, || hetreward::linalg::matmul(&b1, &b2));
+        let (tp, c) = best(reps, || hetreward::internals::linalg::matmul(&b1, &b2));
         let (tf, cf) = best(reps, || faer_gemm(&b1, &b2));
         let same = same_bits(&|| faer_gemm(&b1, &b2));
         let cf_v: Vec<f64> = (0..p * p).map(|k| cf[(k % p, k / p)]).collect();

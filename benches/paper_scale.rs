@@ -44,9 +44,10 @@
 //! This is a measurement tool, not a test: nothing here fails because the machine is slow.
 
 use hetreward::data::FeatureMatrix;
-use hetreward::fit::{fit_with, FitControl, FitOptions, Init, NewtonVariant, SolverKind, Tuning};
+use hetreward::fit::{FitControl, FitOptions, Init, SolverKind};
 use hetreward::inference::CovarianceKind;
-use hetreward::likelihood::{evaluate, hessian_vector, nll_and_gradient, Curvature};
+use hetreward::internals::fit::{fit_with, NewtonVariant, Tuning};
+use hetreward::internals::likelihood::{evaluate, hessian_vector, nll_and_gradient, Curvature};
 use hetreward::select::{select, select_best, Policy};
 use hetreward::{Dataset, Params, RewardModel};
 use nalgebra::DMatrix;
@@ -512,14 +513,16 @@ fn gemm_rates(threads: usize, size: usize) -> (f64, f64) {
     let p = pool(threads);
     let t64 = p.install(|| {
         time_min(5, || {
-            std::hint::black_box(hetreward::linalg::matmul(&a, &b));
+            std::hint::black_box(hetreward::internals::linalg::matmul(&a, &b));
         })
     });
     let af: Vec<f32> = a.iter().map(|&v| v as f32).collect();
     let bf: Vec<f32> = b.iter().map(|&v| v as f32).collect();
     let t32 = p.install(|| {
         time_min(5, || {
-            std::hint::black_box(hetreward::linalg::matmul_f32(&af, &bf, size, size, size));
+            std::hint::black_box(hetreward::internals::linalg::matmul_f32(
+                &af, &bf, size, size, size,
+            ));
         })
     });
     (flops / t64 / 1e9, flops / t32 / 1e9)
@@ -645,7 +648,7 @@ fn floors(cfg: &Config, data: &Dataset, rep: &mut Report) -> Floors {
 /// One fit + covariance with the default solver; returns the model, timing and counters.
 struct FitRun {
     model: RewardModel,
-    cgstats: hetreward::fit::newton_cg::CgStats,
+    cgstats: hetreward::internals::fit::CgStats,
     fit_s: f64,
     cov_s: f64,
     passes: usize,
@@ -771,14 +774,20 @@ fn fit_workload(cfg: &Config, data: &Dataset, rep: &mut Report) -> RewardModel {
     let params = last.model.params().clone();
     let t_gram = p.install(|| {
         time_median(cfg.reps, || {
-            std::hint::black_box(hetreward::likelihood::expected_information(data, &params));
+            std::hint::black_box(hetreward::internals::likelihood::expected_information(
+                data, &params,
+            ));
         })
     });
     let t_factors = p.install(|| {
         time_median(cfg.reps, || {
             std::hint::black_box(
-                hetreward::inference::covariance_factors(data, &params, CovarianceKind::Expected)
-                    .unwrap(),
+                hetreward::internals::inference::covariance_factors(
+                    data,
+                    &params,
+                    CovarianceKind::Expected,
+                )
+                .unwrap(),
             );
         })
     });
@@ -1097,7 +1106,7 @@ fn old_expected_information(data: &Dataset, params: &Params) -> DMatrix<f64> {
             .for_each(|(r, row)| {
                 let i = start + r;
                 let zi = data.z_row(i);
-                let st = hetreward::likelihood::terms(data, params, i);
+                let st = hetreward::internals::likelihood::terms(data, params, i);
                 let s = st.weight.sqrt();
                 for (o, z) in row[..d1].iter_mut().zip(zi.iter()) {
                     *o = s * st.sigma * z;
@@ -1172,18 +1181,22 @@ fn memory_workload(cfg: &Config, data: &Dataset, rep: &mut Report) {
         );
     });
     probe("preconditioner", &|| {
-        std::hint::black_box(hetreward::fit::newton_cg::DataPreconditioner::new(data));
+        std::hint::black_box(hetreward::internals::fit::DataPreconditioner::new(data));
     });
     probe("information (Gram)", &|| {
-        std::hint::black_box(hetreward::likelihood::expected_information(
+        std::hint::black_box(hetreward::internals::likelihood::expected_information(
             data,
             &fit.params,
         ));
     });
     probe("covariance (Gram + factors)", &|| {
         std::hint::black_box(
-            hetreward::inference::covariance_factors(data, &fit.params, CovarianceKind::Expected)
-                .unwrap(),
+            hetreward::internals::inference::covariance_factors(
+                data,
+                &fit.params,
+                CovarianceKind::Expected,
+            )
+            .unwrap(),
         );
     });
     probe("model (covariance + packed factor)", &|| {
@@ -1508,7 +1521,7 @@ fn main() {
         if cfg.f32 { "f32" } else { "f64" },
         cfg.threads,
         std::thread::available_parallelism().map_or(0, |v| v.get()),
-        hetreward::linalg::has_fma()
+        hetreward::internals::linalg::has_fma()
     );
     rep.put(
         "config",

@@ -158,7 +158,7 @@ fn bench_csv(n: usize, d1: usize, d2: usize, reps: usize) {
         std::hint::black_box(csv_crate_values(&path));
     });
     let table = median(reps, || {
-        std::hint::black_box(hetreward::io::csv_table::CsvTable::read(&path).unwrap());
+        std::hint::black_box(hetreward::internals::io::CsvTable::read(&path).unwrap());
     });
     let reader = median(reps, || {
         std::hint::black_box(read_training(&path).unwrap());

@@ -15,14 +15,12 @@
 //!
 //! Both must choose the same index for every prompt (checked). A measurement tool, not a test.
 
-use hetreward::ffi::enums::HETREWARD_POLICY_PBON;
-use hetreward::ffi::hetreward_status;
-use hetreward::ffi::model::{
-    hetreward_candidate, hetreward_model, hetreward_model_free, hetreward_model_load_buffer,
-    hetreward_model_select, hetreward_reward,
-};
 use hetreward::fit::{FitControl, FitOptions};
 use hetreward::inference::CovarianceKind;
+use hetreward::internals::ffi::{
+    hetreward_candidate, hetreward_model, hetreward_model_free, hetreward_model_load_buffer,
+    hetreward_model_select, hetreward_reward, hetreward_status, HETREWARD_POLICY_PBON,
+};
 use hetreward::io::model_file;
 use hetreward::select::{select_best, Policy};
 use hetreward::sim::{high_dimensional, rng};

@@ -33,14 +33,15 @@
 //! left out. Seeds are fixed: dataset `r` of design `(G, M, tau)` has seed
 //! `20_000_000 + 1_000_000 * tau10 + 1_000 * G + r`.
 
-use hetreward::calibrate::{calibrate, quantile_sorted, IntervalMethod, IntervalOptions};
-use hetreward::cluster::{
-    interval, jackknife, one_step_jackknife, pairs_bootstrap, sandwich, Center, ClusterDraws,
-    Clusters, Df, Spread,
-};
+use hetreward::calibrate::{calibrate, IntervalMethod, IntervalOptions};
 use hetreward::fit::{fit, FitControl, FitOptions};
 use hetreward::fitted::RewardInterval;
 use hetreward::inference::CovarianceKind;
+use hetreward::internals::calibrate::quantile_sorted;
+use hetreward::internals::cluster::{
+    interval, jackknife, one_step_jackknife, pairs_bootstrap, sandwich, Center, ClusterDraws,
+    Clusters, Df, Spread,
+};
 use hetreward::sim::{annotator_effects, ANNOTATOR_GAMMA, ANNOTATOR_THETA};
 use hetreward::{Params, RewardModel};
 use rayon::prelude::*;

@@ -43,7 +43,7 @@ pub trait Coded: Copy + Eq + std::fmt::Debug + Sized + 'static {
 
 /// `"a, b or c"`: the accepted names of an error message.
 #[doc(hidden)]
-pub fn one_of(names: &[&str]) -> String {
+pub(crate) fn one_of(names: &[&str]) -> String {
     match names {
         [] => String::new(),
         [one] => (*one).to_string(),

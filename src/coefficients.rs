@@ -126,8 +126,8 @@ impl CoefficientTable {
 
     /// The table as text: a header line, then one row per coefficient (`theta[j]`,
     /// `gamma[k]`) with estimate, SE, z, p-value and CI. With `all_rows` false and more than
-    /// [`COMPACT_THETA_ROWS`] theta rows, theta is summarised (how many, how many significant
-    /// at `alpha`, the range of the SEs) with its [`COMPACT_THETA_SHOWN`] largest-`|z|` rows;
+    /// `COMPACT_THETA_ROWS` theta rows, theta is summarised (how many, how many significant
+    /// at `alpha`, the range of the SEs) with its `COMPACT_THETA_SHOWN` largest-`|z|` rows;
     /// gamma rows are always listed in full. Every line ends with a newline.
     pub fn display(&self, all_rows: bool) -> TableDisplay<'_> {
         TableDisplay {
@@ -139,14 +139,14 @@ impl CoefficientTable {
 
 /// More theta rows than this are summarised by [`CoefficientTable::display`] unless every row
 /// is asked for.
-pub const COMPACT_THETA_ROWS: usize = 50;
+pub(crate) const COMPACT_THETA_ROWS: usize = 50;
 /// How many theta rows (the largest `|z|`) a compact table lists.
-pub const COMPACT_THETA_SHOWN: usize = 10;
+pub(crate) const COMPACT_THETA_SHOWN: usize = 10;
 
 /// The coefficient table of `model` at level `alpha` under its interval method.
 ///
 /// Errors: `alpha` outside (0, 1).
-pub fn coefficients(model: &RewardModel, alpha: f64) -> Result<CoefficientTable> {
+pub(crate) fn coefficients(model: &RewardModel, alpha: f64) -> Result<CoefficientTable> {
     check_alpha(alpha)?;
     let rows = (0..model.d1())
         .map(|j| coefficient(model, Block::Theta, j, alpha))
@@ -188,7 +188,7 @@ pub(crate) fn coefficient(
 
 /// One row of [`coefficients`] (unchecked: `index` below the block's length, `alpha` in
 /// (0, 1)). Wald costs O(1); the bootstrap methods O(B log B) (one column of the draws).
-pub fn coefficient_unchecked(
+pub(crate) fn coefficient_unchecked(
     model: &RewardModel,
     block: Block,
     index: usize,

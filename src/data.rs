@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 
 /// The feature matrix z in the precision it is stored in.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Features {
+pub(crate) enum Features {
     /// Double precision (from [`Dataset::new`]).
     F64(Vec<f64>),
     /// Single precision (from [`Dataset::new_f32`]): half the memory and half the memory
@@ -105,7 +105,7 @@ pub enum Rows {
     Whole,
     /// One shard of a distributed fit: only its shape and values are checked.
     /// Identifiability is a property of the merged shards: the driver checks the total row
-    /// count ([`crate::shard::merge_summaries`]) and a `psi0` that does not identify the
+    /// count (`crate::shard::merge_summaries`) and a `psi0` that does not identify the
     /// scale shows as singular merged information (`SingularInformation`).
     Shard,
 }
@@ -329,7 +329,7 @@ impl Dataset {
     /// draws them as 0.0 / 1.0.
     ///
     /// Panics if `y.len() != n` (a caller bug).
-    pub fn with_labels(&self, y: Vec<f64>) -> Dataset {
+    pub(crate) fn with_labels(&self, y: Vec<f64>) -> Dataset {
         assert_eq!(y.len(), self.n, "with_labels: one label per sample");
         debug_assert!(y.iter().all(|&v| v == 0.0 || v == 1.0));
         Dataset {

@@ -156,7 +156,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// Checks that every value of `values` is finite; the error names `arg` and the flat index.
-pub fn check_finite(arg: &str, values: &[f64]) -> Result<()> {
+pub(crate) fn check_finite(arg: &str, values: &[f64]) -> Result<()> {
     match values.iter().position(|v| !v.is_finite()) {
         None => Ok(()),
         Some(index) => Err(Error::NonFinite {
@@ -170,7 +170,7 @@ pub fn check_finite(arg: &str, values: &[f64]) -> Result<()> {
 /// An empty vector with room for `len` values, or an [`Error::InvalidArgument`] naming `arg`
 /// when that much memory cannot be had: sizes that come from a caller (array lengths, counts in
 /// a file) must never abort the host through a failed allocation.
-pub fn try_with_capacity<T>(arg: &str, len: usize) -> Result<Vec<T>> {
+pub(crate) fn try_with_capacity<T>(arg: &str, len: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| {
         Error::invalid(

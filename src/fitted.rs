@@ -4,7 +4,7 @@
 //! S_theta^2 / n` and `Cov(gamma_hat) = S_gamma^2 / n`. The SE of a reward is then
 //! `se(phi) = ||L^T phi||` (= `sqrt(phi^T S_theta^2 phi / n)`, SPEC §3) — one triangular
 //! product per answer. `L` is packed once, at construction, into 4-column panels
-//! ([`PackedLower`]) and a register-tiled kernel streams it once per 16 answers: scoring a
+//! (`PackedLower`) and a register-tiled kernel streams it once per 16 answers: scoring a
 //! batch costs `m d1^2 / 2` multiply-adds with no per-call packing, and an answer's SE is the
 //! same to the last bit whether it is scored alone, in a batch or in a selection.
 //!
@@ -115,6 +115,7 @@ impl RewardModel {
     ///
     /// Errors: [`Error::SingularInformation`] (information or covariance not invertible /
     /// not positive definite), [`Error::InvalidArgument`] (cluster kind without ids).
+    #[doc(hidden)] // unchecked or internal: for the tests and benchmarks only
     pub fn from_estimate(
         data: &Dataset,
         params: Params,
@@ -294,21 +295,23 @@ impl RewardModel {
     ///
     /// The model keeps `L` packed for scoring; this dense copy (`8 d1^2` bytes) is made on the
     /// first call and kept.
+    #[doc(hidden)] // unchecked or internal: for the tests and benchmarks only
     pub fn theta_cov_factor(&self) -> &DMatrix<f64> {
         self.dense.0.get_or_init(|| self.packed.to_dense())
     }
     /// `Cov(theta_hat) = L L^T = S_theta^2 / n`.
+    #[doc(hidden)] // unchecked or internal: for the tests and benchmarks only
     pub fn theta_cov(&self) -> DMatrix<f64> {
         let l = self.theta_cov_factor();
         l * l.transpose()
     }
     /// `Cov(gamma_hat) = S_gamma^2 / n`, `d2 x d2`.
-    pub fn gamma_cov(&self) -> &DMatrix<f64> {
+    pub(crate) fn gamma_cov(&self) -> &DMatrix<f64> {
         &self.gamma_cov
     }
 
     /// Checks that a feature vector has length d1 and finite entries; `arg` names it in errors.
-    pub fn check_features(&self, arg: &str, phi: &[f64]) -> Result<()> {
+    pub(crate) fn check_features(&self, arg: &str, phi: &[f64]) -> Result<()> {
         if phi.len() != self.d1() {
             return Err(Error::dims(
                 arg,
@@ -321,11 +324,13 @@ impl RewardModel {
 
     /// Point reward `theta_hat . phi` (unchecked length: use [`RewardModel::score`] at a
     /// boundary).
+    #[doc(hidden)] // unchecked or internal: for the tests and benchmarks only
     pub fn reward(&self, phi: &[f64]) -> f64 {
         dot(&self.params.theta, phi)
     }
 
     /// `sqrt(phi^T S_theta^2 phi / n) = ||L^T phi||` (unchecked length).
+    #[doc(hidden)] // unchecked or internal: for the tests and benchmarks only
     pub fn reward_se(&self, phi: &[f64]) -> f64 {
         self.packed.squared_norms(&phi[..self.d1()], |v| v)[0].sqrt()
     }
@@ -336,7 +341,7 @@ impl RewardModel {
     /// Runs on the calling thread; called inside a rayon pool (e.g.
     /// [`crate::parallel::run_in_pool`]) with more than 256 rows it spreads blocks of 256 rows
     /// over the pool. Each row's SE is identical whichever way it is computed.
-    pub fn reward_se_batch<T: Copy + Into<f64> + Sync>(&self, phis: &[T]) -> Vec<f64> {
+    pub(crate) fn reward_se_batch<T: Copy + Into<f64> + Sync>(&self, phis: &[T]) -> Vec<f64> {
         use rayon::prelude::*;
         const BLOCK: usize = 256;
         let d1 = self.d1();
@@ -362,7 +367,7 @@ impl RewardModel {
     /// (unchecked input; `alpha` in (0, 1)). Wald: see [`RewardModel::reward_se_batch`] for
     /// threading; bootstrap methods: `O(B d1)` per row, spread over the current rayon pool
     /// above 64 rows.
-    pub fn reward_intervals(&self, phis: &[f64], alpha: f64) -> Vec<RewardInterval> {
+    pub(crate) fn reward_intervals(&self, phis: &[f64], alpha: f64) -> Vec<RewardInterval> {
         let d1 = self.d1();
         let estimates: Vec<f64> = phis.chunks_exact(d1).map(|phi| self.reward(phi)).collect();
         self.calibration.rule().theta_intervals(
@@ -378,6 +383,7 @@ impl RewardModel {
 
     /// Reward interval of one feature vector under the model's interval method (unchecked
     /// input; `alpha` in (0, 1)).
+    #[doc(hidden)] // unchecked or internal: for the tests and benchmarks only
     pub fn reward_interval(&self, phi: &[f64], alpha: f64) -> RewardInterval {
         self.calibration
             .rule()
@@ -422,7 +428,11 @@ impl RewardModel {
     }
 
     /// Converts `m * d1` row-major values to `f64`, checking the length and finiteness.
-    pub fn rows_f64<T: Copy + Into<f64>>(&self, arg: &str, values: &[T]) -> Result<Vec<f64>> {
+    pub(crate) fn rows_f64<T: Copy + Into<f64>>(
+        &self,
+        arg: &str,
+        values: &[T],
+    ) -> Result<Vec<f64>> {
         let d1 = self.d1();
         if values.len() % d1 != 0 {
             return Err(Error::dims(
@@ -448,7 +458,7 @@ impl RewardModel {
 
     /// [`RewardModel::rationality`] with its `(1 - alpha)` interval (in a [`RewardInterval`]:
     /// `reward` holds sigma).
-    pub fn rationality_interval(
+    pub(crate) fn rationality_interval(
         &self,
         psi0: f64,
         psi: &[f64],
@@ -497,13 +507,13 @@ impl RewardModel {
     }
 
     /// The coefficient table (estimate, SE, z, p-value, CI of every theta_j and gamma_k) at
-    /// level `alpha` under the model's interval method; [`crate::coefficients::coefficients`].
+    /// level `alpha` under the model's interval method; `crate::coefficients::coefficients`.
     pub fn coefficients(&self, alpha: f64) -> Result<coefficients::CoefficientTable> {
         coefficients::coefficients(self, alpha)
     }
 
     /// The paper's Wald rationality and SE, whatever the model's method (checked input).
-    pub fn wald_rationality(&self, psi0: f64, psi: &[f64]) -> Result<(f64, f64)> {
+    pub(crate) fn wald_rationality(&self, psi0: f64, psi: &[f64]) -> Result<(f64, f64)> {
         if psi.len() != self.d2() {
             return Err(Error::dims(
                 "psi",

@@ -17,9 +17,11 @@ use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::likelihood::{expected_information, observed_hessian, score_outer_product};
+#[cfg(test)]
+use crate::linalg::spd_inverse;
 use crate::linalg::{
-    cholesky, lower_inverse_in_place, lower_rank_update, matmul, matmul_tn, spd_inverse,
-    spd_inverse_factor, symmetrize,
+    cholesky, lower_inverse_in_place, lower_rank_update, matmul, matmul_tn, spd_inverse_factor,
+    symmetrize,
 };
 use crate::model::Params;
 use nalgebra::DMatrix;
@@ -47,7 +49,10 @@ coded_enum! {
 ///
 /// Errors: [`Error::SingularInformation`] when the information/Hessian cannot be inverted
 /// reliably; [`Error::InvalidArgument`] for `Cluster` on data without cluster ids.
-pub fn asymptotic_covariance(
+///
+/// The library computes [`covariance_factors`] instead; this dense `V` is the tests' reference.
+#[cfg(test)]
+pub(crate) fn asymptotic_covariance(
     data: &Dataset,
     params: &Params,
     kind: CovarianceKind,
@@ -80,6 +85,7 @@ pub fn asymptotic_covariance(
 /// What a fitted model keeps from a covariance: the lower Cholesky factor `L` of
 /// `Cov(theta_hat) = V_tt / n` (`d1 x d1`) and `Cov(gamma_hat) = V_gg / n` (`d2 x d2`).
 #[derive(Debug, Clone, PartialEq)]
+#[doc(hidden)] // reached through `crate::internals` only
 pub struct CovarianceFactors {
     /// Lower Cholesky factor of `Cov(theta_hat)`.
     pub theta_factor: DMatrix<f64>,
@@ -147,9 +153,11 @@ fn schur(blocks: Blocks, what: &str) -> Result<Schur> {
 /// (`S_theta^2 = S^-1` is factored directly, see [`spd_inverse_factor`]), in place — the
 /// information matrix is the only large buffer. The sandwich kinds add the score Gram product
 /// and three `d1^3` products. Equal (to rounding) to the blocks of
-/// [`asymptotic_covariance`] divided by `n`.
+/// the dense `V` (`asymptotic_covariance`, the tests' reference) divided by `n`.
 ///
-/// Errors: as [`asymptotic_covariance`].
+/// Errors: [`Error::SingularInformation`] when the information/Hessian cannot be inverted
+/// reliably; [`Error::InvalidArgument`] for `Cluster` on data without cluster ids.
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn covariance_factors(
     data: &Dataset,
     params: &Params,
@@ -185,9 +193,9 @@ pub fn covariance_factors(
 /// `meat` the mean outer product of the scores (summed within clusters for `cluster`),
 /// required by the two sandwich kinds and ignored otherwise. Theta is the leading `d1` rows.
 ///
-/// Errors: [`Error::SingularInformation`] as [`asymptotic_covariance`];
+/// Errors: [`Error::SingularInformation`] as [`covariance_factors`];
 /// [`Error::InvalidArgument`] for a sandwich kind without a meat.
-pub fn factors_from_matrices(
+pub(crate) fn factors_from_matrices(
     kind: CovarianceKind,
     curvature: DMatrix<f64>,
     meat: Option<DMatrix<f64>>,

@@ -49,7 +49,7 @@ impl RewardInterval {
 /// Which kind of linear functional an interval is for (the resized bootstrap corrects theta
 /// and gamma differently).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Target {
+pub(crate) enum Target {
     /// A functional of theta (a reward, a difference, a coefficient): resized divides the
     /// estimate and the spread by `alpha_hat`.
     Theta,
@@ -305,7 +305,7 @@ fn zero_aware_p_value(i: &RewardInterval, p: impl FnOnce(f64) -> f64) -> f64 {
 }
 
 /// Sample standard deviation (`B - 1` denominator; 0 for fewer than two values).
-pub fn sample_sd(v: &[f64]) -> f64 {
+pub(crate) fn sample_sd(v: &[f64]) -> f64 {
     if v.len() < 2 {
         return 0.0;
     }

@@ -12,9 +12,10 @@
 //!
 //! ## The public Rust API
 //!
-//! The crate is first a C-ABI library (`include/hetreward.h`, [`ffi`]); the same operations
-//! are a Rust API, used by the `hetreward` program (the `cli/` workspace member) exactly as
-//! any dependant would use it:
+//! The crate is first a C-ABI library (`include/hetreward.h`, generated from the private
+//! `ffi` module: the C ABI is not part of the Rust API); the same operations are a Rust API,
+//! used by the `hetreward` program (the `cli/` workspace member) exactly as any dependant
+//! would use it. Everything else is `pub(crate)`:
 //!
 //! | module | what a user takes from it |
 //! |---|---|
@@ -25,19 +26,18 @@
 //! | [`fitted`] | [`RewardModel`] (`estimate`, `estimate_with`): estimates, SEs, reward CIs, rationality; [`RewardInterval`] |
 //! | [`coefficients`] | [`coefficients::CoefficientTable`]: estimate, SE, z, p and CI per coefficient under the model's interval method |
 //! | [`select`] | reward differences with verdicts, win rates, BoN / pBoN ([`select::compare`], [`select::select`], [`select::select_best`]) |
-//! | [`shard`] | per-shard sums (mergeable, serialisable) and the driver-side fit over them |
 //! | [`io`] | training and scoring files (CSV, safetensors), the model file ([`io::model_file`]), atomic outputs ([`io::atomic`]) |
 //! | [`codes`] | the stable codes and names of every option enum ([`codes::Coded`]): C constants, model-file bytes, command-line names |
 //! | [`error`] | [`Error`] (one variant per C status) and [`Result`] |
-//! | [`model`] | [`Params`] `(theta, gamma)` and the per-sample math: sigma, stable loss, residual, weight |
+//! | [`model`] | [`Params`] `(theta, gamma)`; [`model::dot`], [`model::sigmoid`] |
 //! | [`sim`] | seeded generators (the paper's §6.1 simulation, homogeneous and high-dimensional designs) |
 //! | [`stats`], [`parallel`] | normal quantiles and p-values; deterministic parallelism on a caller-sized pool |
-//! | [`ffi`] | the C ABI: handles, status codes, panic boundary (called from C, not from Rust) |
 //!
-//! Internal, not part of the API (public only so that the benchmarks in `benches/` and the
-//! integration tests can reach the kernels they measure; hidden from the documentation):
-//! `likelihood` (NLL, gradient, information, Hessian, scores) and `linalg` (Gram products,
-//! Cholesky).
+//! Not part of the API: the benchmarks in `benches/`, the examples, the integration tests and
+//! the fuzz targets reach the kernels and building blocks they measure or study (likelihood,
+//! dense algebra, solver tuning, cluster draws, the distributed driver, the C functions the
+//! pBoN benchmark calls in process) through one hidden module, `internals`, which lists each
+//! item by name.
 //!
 //! ```
 //! use hetreward::{fit::FitOptions, fit::FitControl, inference::CovarianceKind, RewardModel};
@@ -59,25 +59,101 @@ pub mod codes;
 pub mod coefficients;
 pub mod data;
 pub mod error;
-pub mod ffi;
+mod ffi;
 pub mod fit;
 pub mod fitted;
 pub mod inference;
 mod interval;
 pub mod io;
-#[doc(hidden)]
-pub mod likelihood;
-#[doc(hidden)]
-pub mod linalg;
+mod likelihood;
+mod linalg;
 pub mod model;
 pub mod parallel;
 pub mod profile;
 pub mod select;
-pub mod shard;
+mod shard;
 pub mod sim;
 pub mod stats;
 #[cfg(test)]
 mod testing;
+
+/// What the benchmarks (`benches/`), examples, integration tests (`tests/`) and fuzz targets
+/// (`fuzz/`) reach beyond the API: kernels they measure, solver settings they vary, building
+/// blocks of the interval methods they study, and the C ABI the pBoN benchmark calls in process.
+/// Not part of the API: hidden from the documentation, no stability promise. Every item is
+/// listed by name, so a new need is a deliberate line here.
+#[doc(hidden)]
+pub mod internals {
+    /// The likelihood kernels (NLL, gradient, information, Hessian-vector products).
+    pub mod likelihood {
+        pub use crate::likelihood::{
+            evaluate, expected_information, hessian_vector, nll_and_gradient, terms, Curvature,
+            Evaluation,
+        };
+        pub use crate::model::SampleTerms;
+    }
+    /// The dense kernels (faer behind them).
+    pub mod linalg {
+        pub use crate::linalg::{
+            cholesky, gram, has_fma, lower_inverse_in_place, matmul, matmul_f32,
+        };
+    }
+    /// Solver variants and settings, and Newton-CG's counters and preconditioner.
+    pub mod fit {
+        pub use crate::fit::newton_cg::{CgStats, DataPreconditioner};
+        pub use crate::fit::{fit_with, Diagnostics, NewtonVariant, Tuning};
+    }
+    /// The covariance's factors.
+    pub mod inference {
+        pub use crate::inference::{covariance_factors, CovarianceFactors};
+    }
+    /// Reward differences without the argument checks.
+    pub mod select {
+        pub use crate::select::compare_unchecked;
+    }
+    /// The percentile rule of the bootstrap intervals.
+    pub mod calibrate {
+        pub use crate::interval::quantile_sorted;
+    }
+    /// The cluster-aware draws and their intervals.
+    pub mod cluster {
+        pub use crate::cluster::draws::{jackknife, one_step_jackknife, pairs_bootstrap, sandwich};
+        pub use crate::cluster::interval::{interval, Center, Df, Spread};
+        pub use crate::cluster::{ClusterDraws, Clusters};
+    }
+    /// The bounded file readers under `io::training` and `io::scoring`, and the tables built on them.
+    pub mod io {
+        pub use crate::io::csv_table::CsvTable;
+        pub use crate::io::safetensors_table::SafetensorsFile;
+        /// The training set from a parsed table.
+        pub mod training {
+            pub use crate::io::training::{from_csv, from_safetensors};
+        }
+        /// The scoring inputs from a parsed table.
+        pub mod scoring {
+            pub use crate::io::scoring::{
+                candidates_from_csv, candidates_from_safetensors, pairs_from_csv,
+                pairs_from_safetensors, phi_from_csv, phi_from_safetensors,
+            };
+        }
+    }
+    /// The driver-side distributed fit and its in-process oracle.
+    pub mod shard {
+        pub use crate::shard::driver::{
+            fit_distributed, DistributedFit, LocalOracle, Oracle, Rounds,
+        };
+        pub use crate::shard::{Request, ShardStats, ShardSummary};
+    }
+    /// The C ABI functions the pBoN benchmark calls in process.
+    pub mod ffi {
+        pub use crate::ffi::enums::HETREWARD_POLICY_PBON;
+        pub use crate::ffi::model::{
+            hetreward_candidate, hetreward_model, hetreward_model_free,
+            hetreward_model_load_buffer, hetreward_model_select, hetreward_reward,
+        };
+        pub use crate::ffi::status::hetreward_status;
+    }
+}
 
 pub use data::Dataset;
 pub use error::{Error, Result};

@@ -91,7 +91,7 @@ fn fill_g<T: Element>(
 }
 
 /// Mean negative log-likelihood `L_n(theta, gamma)`.
-pub fn mean_nll(data: &Dataset, params: &Params) -> f64 {
+pub(crate) fn mean_nll(data: &Dataset, params: &Params) -> f64 {
     let d1 = data.d1();
     let total = with_features!(data, |z| chunked_sum(data.n(), 1, |rows, acc| {
         for i in rows {
@@ -191,7 +191,7 @@ pub fn nll_and_gradient(data: &Dataset, params: &Params) -> (f64, Vec<f64>) {
 /// The gamma part of the gradient at `params` and every row's `t_i = theta . z_i`, in one
 /// pass (a dot product per row, no update over z): the middle half-step of the paper's
 /// Algorithm 1. Bit-identical to the gamma part of [`nll_and_gradient`].
-pub fn gamma_gradient_and_t(data: &Dataset, params: &Params) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn gamma_gradient_and_t(data: &Dataset, params: &Params) -> (Vec<f64>, Vec<f64>) {
     let (d1, d2) = (data.d1(), data.d2());
     let mut t = vec![0.0; data.n()];
     let total = with_features!(data, |z| chunked_sum_with_rows(
@@ -216,7 +216,11 @@ pub fn gamma_gradient_and_t(data: &Dataset, params: &Params) -> (Vec<f64>, Vec<f
 /// [`nll_and_gradient`] at `params` given every row's `t_i = theta . z_i` (as returned by
 /// [`gamma_gradient_and_t`] for the same theta): one pass with an update over z per row and
 /// no dot product. Bit-identical to [`nll_and_gradient`].
-pub fn nll_and_gradient_given_t(data: &Dataset, params: &Params, t: &[f64]) -> (f64, Vec<f64>) {
+pub(crate) fn nll_and_gradient_given_t(
+    data: &Dataset,
+    params: &Params,
+    t: &[f64],
+) -> (f64, Vec<f64>) {
     let (p, d1) = (data.n_params(), data.d1());
     let total = with_features!(data, |z| chunked_sum(data.n(), p + 1, |rows, acc| {
         for i in rows {
@@ -384,13 +388,13 @@ pub fn expected_information(data: &Dataset, params: &Params) -> DMatrix<f64> {
 /// The theta block of the expected information at `theta = 0, gamma = 0`,
 /// `(1/n) sum (psi0_i^2 / 4) z_i z_i^T` — a property of the data alone — computed in single
 /// precision (~1e-5 relative accuracy): the base of Newton-CG's preconditioner.
-pub fn data_information_f32(data: &Dataset) -> DMatrix<f64> {
+pub(crate) fn data_information_f32(data: &Dataset) -> DMatrix<f64> {
     weighted_gram_f32(data, |i| 0.25 * data.psi0()[i] * data.psi0()[i])
 }
 
 /// `(1/n) sum c_i z_i z_i^T` (`d1 x d1`) for per-row weights `c_i >= 0`, in single precision:
 /// the theta block of the expected information when `c_i = w_i sigma_i^2`.
-pub fn weighted_gram_f32(data: &Dataset, c: impl Fn(usize) -> f64 + Sync) -> DMatrix<f64> {
+pub(crate) fn weighted_gram_f32(data: &Dataset, c: impl Fn(usize) -> f64 + Sync) -> DMatrix<f64> {
     let d1 = data.d1();
     with_features!(data, |z| gram_f32(
         data.n(),
@@ -406,7 +410,7 @@ pub fn weighted_gram_f32(data: &Dataset, c: impl Fn(usize) -> f64 + Sync) -> DMa
 }
 
 /// `|z_i|^2` for every row, in one pass.
-pub fn row_squared_norms(data: &Dataset) -> Vec<f64> {
+pub(crate) fn row_squared_norms(data: &Dataset) -> Vec<f64> {
     let d1 = data.d1();
     let mut out = vec![0.0; data.n()];
     with_features!(data, |z| chunked_sum_with_rows(
@@ -491,11 +495,13 @@ fn z_psi_sum<T: Element>(
 /// The cross block of the expected information `I_tg = (1/n) sum w_i sigma_i t_i z_i psi_i^T`
 /// (`d1 x d2`) from per-sample `terms`: one GEMM `Z^T M` over the data, in the storage
 /// precision of z (for `f32` storage ~1e-6 relative: used by the preconditioner only).
-pub fn cross_information(data: &Dataset, terms: &[SampleTerms]) -> DMatrix<f64> {
+/// The fit reads it through [`cross_information_over`]; the tests check the two spellings agree.
+#[cfg(test)]
+pub(crate) fn cross_information(data: &Dataset, terms: &[SampleTerms]) -> DMatrix<f64> {
     cross_information_over(data, data.features(), terms)
 }
 
-/// [`cross_information`] reading z from `features` (as [`hessian_vector_over`]), in its
+/// The cross block of the expected information (`cross_information` in the tests) reading z from `features` (as [`hessian_vector_over`]), in its
 /// precision.
 pub(crate) fn cross_information_over(
     data: &Dataset,
@@ -511,7 +517,7 @@ pub(crate) fn cross_information_over(
 
 /// The gamma block of the expected information `I_gg = (1/n) sum w_i t_i^2 psi_i psi_i^T`
 /// (`d2 x d2`) from per-sample `terms` (reads psi only, not z).
-pub fn gamma_information(data: &Dataset, terms: &[SampleTerms]) -> DMatrix<f64> {
+pub(crate) fn gamma_information(data: &Dataset, terms: &[SampleTerms]) -> DMatrix<f64> {
     let d2 = data.d2();
     let acc = chunked_sum(data.n(), d2 * d2, |rows, acc| {
         for i in rows {
@@ -530,7 +536,7 @@ pub fn gamma_information(data: &Dataset, terms: &[SampleTerms]) -> DMatrix<f64> 
 
 /// The residual term of the observed Hessian's cross block,
 /// `(1/n) sum (mu_i - y_i) z_i psi_i^T` (`d1 x d2`); zero in expectation at the truth.
-pub fn residual_cross_term(data: &Dataset, params: &Params) -> DMatrix<f64> {
+pub(crate) fn residual_cross_term(data: &Dataset, params: &Params) -> DMatrix<f64> {
     with_features!(data, |z| z_psi_sum(data, z, |i, zi| {
         row_terms_without_loss(data, zi, params, i).resid
     }))
@@ -538,7 +544,7 @@ pub fn residual_cross_term(data: &Dataset, params: &Params) -> DMatrix<f64> {
 
 /// Adds the residual cross term (see [`residual_cross_term`]) to the expected information,
 /// giving the observed Hessian.
-pub fn add_residual_cross_term(info: &mut DMatrix<f64>, cross: &DMatrix<f64>) {
+pub(crate) fn add_residual_cross_term(info: &mut DMatrix<f64>, cross: &DMatrix<f64>) {
     let (d1, d2) = cross.shape();
     for j in 0..d1 {
         for k in 0..d2 {
@@ -550,7 +556,7 @@ pub fn add_residual_cross_term(info: &mut DMatrix<f64>, cross: &DMatrix<f64>) {
 
 /// The observed Hessian of `L_n` at `params`: the expected information plus the residual cross
 /// term.
-pub fn observed_hessian(data: &Dataset, params: &Params) -> DMatrix<f64> {
+pub(crate) fn observed_hessian(data: &Dataset, params: &Params) -> DMatrix<f64> {
     let mut h = expected_information(data, params);
     if data.d2() > 0 {
         add_residual_cross_term(&mut h, &residual_cross_term(data, params));
@@ -563,7 +569,11 @@ pub fn observed_hessian(data: &Dataset, params: &Params) -> DMatrix<f64> {
 /// each cluster `S_c = sum_{i in c} s_i` (clusters in increasing id order).
 ///
 /// `clustered = true` requires cluster ids in the dataset (the caller checks).
-pub fn score_outer_product(data: &Dataset, params: &Params, clustered: bool) -> DMatrix<f64> {
+pub(crate) fn score_outer_product(
+    data: &Dataset,
+    params: &Params,
+    clustered: bool,
+) -> DMatrix<f64> {
     let (p, n, d1) = (data.n_params(), data.n(), data.d1());
     match (clustered, data.cluster()) {
         (true, Some(_)) => {
@@ -584,7 +594,7 @@ pub fn score_outer_product(data: &Dataset, params: &Params, clustered: bool) -> 
 /// ids in increasing order and, row-major (one row of `d1 + d2` per id, in that order), their
 /// summed scores; rows of a cluster are added in row order. Empty when the dataset has no
 /// cluster ids. The clustered meat of [`score_outer_product`] is `(1/n) sum_c S_c S_c^T`.
-pub fn cluster_score_sums(data: &Dataset, params: &Params) -> (Vec<i64>, Vec<f64>) {
+pub(crate) fn cluster_score_sums(data: &Dataset, params: &Params) -> (Vec<i64>, Vec<f64>) {
     let (p, d1) = (data.n_params(), data.d1());
     let Some(ids) = data.cluster() else {
         return (Vec::new(), Vec::new());

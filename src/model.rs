@@ -53,7 +53,7 @@ impl Params {
 }
 
 /// Dot product of two equal-length slices (fixed summation order: deterministic; an AVX2+FMA
-/// kernel where the CPU has one, see [`crate::linalg::dot`]).
+/// kernel where the CPU has one, see `crate::linalg::dot`).
 #[inline]
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     debug_assert_eq!(a.len(), b.len());
@@ -62,7 +62,7 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// Rationality `sigma = psi0 + gamma . psi` of one annotator profile.
 #[inline]
-pub fn rationality(psi0: f64, psi: &[f64], gamma: &[f64]) -> f64 {
+pub(crate) fn rationality(psi0: f64, psi: &[f64], gamma: &[f64]) -> f64 {
     psi0 + dot(gamma, psi)
 }
 
@@ -77,9 +77,10 @@ pub fn sigmoid(v: f64) -> f64 {
     }
 }
 
-/// softplus(v) = log(1 + exp(v)), without overflow or loss of precision for large |v|.
-#[inline]
-pub fn softplus(v: f64) -> f64 {
+/// softplus(v) = log(1 + exp(v)), without overflow or loss of precision for large |v|: the
+/// tests' reference for the loss that [`sample_terms`] computes from the `exp` it already has.
+#[cfg(test)]
+pub(crate) fn softplus(v: f64) -> f64 {
     if v > 0.0 {
         v + (-v).exp().ln_1p()
     } else {
@@ -89,6 +90,7 @@ pub fn softplus(v: f64) -> f64 {
 
 /// What one sample contributes at the current parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[doc(hidden)] // reached through `crate::internals` only
 pub struct SampleTerms {
     /// `theta . z`, the reward difference r(a1) - r(a0).
     pub t: f64,
@@ -104,7 +106,7 @@ pub struct SampleTerms {
 
 /// Loss, residual and weight of one sample with logit `u = sigma * t` and label `y`.
 #[inline]
-pub fn sample_terms(t: f64, sigma: f64, y: f64) -> SampleTerms {
+pub(crate) fn sample_terms(t: f64, sigma: f64, y: f64) -> SampleTerms {
     let (u, e, mut terms) = logistic_terms(t, sigma, y);
     // softplus(u), from the `exp(-|u|)` already at hand: the same value, bit for bit, as
     // `softplus(u)` (its exponential has the same argument), one `exp` fewer.

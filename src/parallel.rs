@@ -5,16 +5,16 @@
 //! The floating-point result is therefore identical for 1, 2 or 64 threads.
 //!
 //! The library never touches rayon's global pool: callers run work inside a local pool built by
-//! [`thread_pool`] (0 threads = all cores).
+//! `thread_pool` (0 threads = all cores).
 
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 
 /// Rows per chunk of a reduction. Fixed so that results do not depend on the thread count.
-pub const CHUNK_ROWS: usize = 512;
+pub(crate) const CHUNK_ROWS: usize = 512;
 
 /// Builds a local rayon pool with `threads` workers (0 = one per available core).
-pub fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
+pub(crate) fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("hetreward-{i}"))
@@ -47,7 +47,7 @@ pub fn run_in_pool<T: Send>(threads: usize, work: impl FnOnce() -> T + Send) -> 
 /// Sums `len`-vectors over rows `0..n`: each chunk of [`CHUNK_ROWS`] rows is folded by
 /// `fold(range, &mut acc)` into a zeroed accumulator, and the accumulators are added in chunk
 /// order. Runs on the current rayon pool.
-pub fn chunked_sum<F>(n: usize, len: usize, fold: F) -> Vec<f64>
+pub(crate) fn chunked_sum<F>(n: usize, len: usize, fold: F) -> Vec<f64>
 where
     F: Fn(std::ops::Range<usize>, &mut [f64]) + Sync,
 {
@@ -72,7 +72,12 @@ where
 /// [`chunked_sum`] that also writes one output per row: chunk `c` folds rows
 /// `c * CHUNK_ROWS..` into its zeroed accumulator and writes `rows_out[row]` for its rows
 /// (`rows_out.len() == n`). Same fixed chunking and reduction order: thread-count independent.
-pub fn chunked_sum_with_rows<R, F>(n: usize, len: usize, rows_out: &mut [R], fold: F) -> Vec<f64>
+pub(crate) fn chunked_sum_with_rows<R, F>(
+    n: usize,
+    len: usize,
+    rows_out: &mut [R],
+    fold: F,
+) -> Vec<f64>
 where
     R: Send,
     F: Fn(std::ops::Range<usize>, &mut [f64], &mut [R]) + Sync,

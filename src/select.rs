@@ -74,6 +74,7 @@ pub fn compare(
 /// take the difference's interval from the same draws (`theta*_b . (phi0 - phi1)`), which is
 /// exact, so `method` does not apply (percentile interval and p-value for the bootstrap,
 /// `D_hat / alpha_hat +- q SD* / alpha_hat` for the resized bootstrap).
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn compare_unchecked(
     model: &RewardModel,
     phi0: &[f64],
@@ -121,7 +122,7 @@ fn verdict(lower: f64, upper: f64) -> Verdict {
 impl Comparison {
     /// Errors (naming `phi0`, `phi1` and `row`) when features so large that the difference, its
     /// SE or a bound overflowed made any figure non-finite.
-    pub fn check_finite(&self, row: usize) -> Result<()> {
+    pub(crate) fn check_finite(&self, row: usize) -> Result<()> {
         check_features_result(
             "phi0`, `phi1",
             row,

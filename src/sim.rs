@@ -159,7 +159,7 @@ pub const ANNOTATOR_THETA: [f64; 6] = [0.8, -0.6, 0.5, 0.4, -0.3, 0.2];
 /// True rationality parameter of the annotator design: (expert flag, continuous covariate).
 pub const ANNOTATOR_GAMMA: [f64; 2] = [0.5, 0.25];
 /// Share of expert annotators in the annotator design.
-pub const EXPERT_SHARE: f64 = 0.3;
+pub(crate) const EXPERT_SHARE: f64 = 0.3;
 
 /// Issue 20's design: `g` annotators judge `m` pairs each; annotator `c` has an expert flag
 /// `e_c ~ Bern(0.3)`, a continuous covariate `x_c ~ N(0,1)` and an unrecorded effect

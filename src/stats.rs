@@ -18,14 +18,14 @@ pub fn critical_value(alpha: f64) -> f64 {
 
 /// Two-sided p-value of the standardised statistic `z`: `P(|N(0,1)| >= |z|)`, computed with
 /// `erfc` so tiny p-values keep their precision.
-pub fn two_sided_p_value(z: f64) -> f64 {
+pub(crate) fn two_sided_p_value(z: f64) -> f64 {
     erfc(z.abs() / std::f64::consts::SQRT_2)
 }
 
 /// `t_{df, 1-alpha/2}`, the two-sided critical value of Student's t with `df > 0` degrees of
 /// freedom (2.022691 for `alpha = 0.05, df = 39`); the normal's [`critical_value`] for
 /// infinite `df`. `alpha` in (0, 1) (checked by callers).
-pub fn t_critical_value(alpha: f64, df: f64) -> f64 {
+pub(crate) fn t_critical_value(alpha: f64, df: f64) -> f64 {
     if !df.is_finite() {
         return critical_value(alpha);
     }
@@ -38,7 +38,7 @@ pub fn t_critical_value(alpha: f64, df: f64) -> f64 {
 
 /// Two-sided p-value of the statistic `t` under Student's t with `df` degrees of freedom (the
 /// normal's [`two_sided_p_value`] for infinite `df`).
-pub fn t_two_sided_p_value(t: f64, df: f64) -> f64 {
+pub(crate) fn t_two_sided_p_value(t: f64, df: f64) -> f64 {
     if !df.is_finite() {
         return two_sided_p_value(t);
     }

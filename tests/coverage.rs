@@ -19,8 +19,9 @@
 
 use hetreward::fit::{FitControl, FitOptions};
 use hetreward::inference::CovarianceKind;
+use hetreward::internals::select::compare_unchecked;
 use hetreward::model::dot;
-use hetreward::select::{compare_unchecked, DiffMethod};
+use hetreward::select::DiffMethod;
 use hetreward::sim::{paper_phi, paper_simulation, ActionDesign, PAPER_THETA};
 use hetreward::stats::critical_value;
 use hetreward::RewardModel;

@@ -552,7 +552,7 @@ fn large_margins_are_evaluated_stably() {
         theta: reference.theta().iter().map(|t| 200.0 * t).collect(),
         gamma: reference.gamma().to_vec(),
     };
-    let (nll, grad) = hetreward::likelihood::nll_and_gradient(&base, &far);
+    let (nll, grad) = hetreward::internals::likelihood::nll_and_gradient(&base, &far);
     assert!(nll.is_finite() && nll > 0.0, "nll {nll}");
     assert!(grad.iter().all(|g| g.is_finite()), "{grad:?}");
     let options = FitOptions {

@@ -205,7 +205,7 @@ fn agd_is_the_papers_algorithm_step_by_step() {
         gamma: vec![0.4, -0.5],
     };
     let (eta1, eta2) = (0.1, 0.08);
-    let (_, g0) = hetreward::likelihood::nll_and_gradient(&data, &start);
+    let (_, g0) = hetreward::internals::likelihood::nll_and_gradient(&data, &start);
     let theta1: Vec<f64> = start
         .theta
         .iter()
@@ -216,7 +216,7 @@ fn agd_is_the_papers_algorithm_step_by_step() {
         theta: theta1.clone(),
         gamma: start.gamma.clone(),
     };
-    let (_, g1) = hetreward::likelihood::nll_and_gradient(&data, &mid);
+    let (_, g1) = hetreward::internals::likelihood::nll_and_gradient(&data, &mid);
     let gamma1: Vec<f64> = start
         .gamma
         .iter()

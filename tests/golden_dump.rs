@@ -9,10 +9,11 @@
 //! Newton variant forced and agd, the profile-likelihood intervals, and warm and scratch
 //! bootstrap refits.
 
-use hetreward::fit::{fit_with, FitControl, FitOptions, Init, NewtonVariant, SolverKind, Tuning};
+use hetreward::fit::{FitControl, FitOptions, Init, SolverKind};
 use hetreward::inference::CovarianceKind;
+use hetreward::internals::fit::{fit_with, NewtonVariant, Tuning};
+use hetreward::internals::shard::{fit_distributed, LocalOracle};
 use hetreward::profile::coefficient_interval;
-use hetreward::shard::driver::{fit_distributed, LocalOracle};
 use hetreward::sim::{high_dimensional, one_hot_groups, paper_simulation, ActionDesign};
 use hetreward::{Dataset, Params};
 use std::fmt::Write as _;

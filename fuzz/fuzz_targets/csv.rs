@@ -4,8 +4,7 @@
 #![no_main]
 
 use hetreward::data::Rows;
-use hetreward::io::csv_table::CsvTable;
-use hetreward::io::{scoring, training};
+use hetreward::internals::io::{scoring, training, CsvTable};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -16,7 +16,10 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(bytes, data, "an accepted model file is not canonical");
             } else {
                 let again = from_bytes(&bytes, "<fuzz>").expect("an upgraded file reads back");
-                assert_eq!(again, model, "an upgraded model file reads back differently");
+                assert_eq!(
+                    again, model,
+                    "an upgraded model file reads back differently"
+                );
             }
             let phi = vec![0.5; model.d1()];
             if let Ok(ci) = model.score(&phi, 0.05) {

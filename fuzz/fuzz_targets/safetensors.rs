@@ -4,8 +4,7 @@
 #![no_main]
 
 use hetreward::data::Rows;
-use hetreward::io::safetensors_table::SafetensorsFile;
-use hetreward::io::{scoring, training};
+use hetreward::internals::io::{scoring, training, SafetensorsFile};
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
 use std::sync::OnceLock;

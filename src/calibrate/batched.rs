@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Refits solved together at most (the batch's `n x k` work matrices: 27 MB each at the paper's
 /// n = 33,845 and k = 100).
-pub const BATCH: usize = 128;
+pub(crate) const BATCH: usize = 128;
 /// Rows of z per block of the `Z V` product.
 const ROW_BLOCK: usize = 512;
 /// Columns of z (rows of the output) per block of the `Z^T C` product.

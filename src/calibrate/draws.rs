@@ -32,15 +32,15 @@ use std::sync::atomic::AtomicBool;
 
 /// Iteration cap of one refit (warm starts converge in a handful; refits in the valley are
 /// stopped here and counted as diverged).
-pub const REFIT_MAX_ITER: usize = 50;
+pub(crate) const REFIT_MAX_ITER: usize = 50;
 /// Refits are solved to this gradient norm (or the fit's tolerance, if looser): the draws are
 /// stored in `f32`.
-pub const REFIT_TOL: f64 = 1e-7;
+pub(crate) const REFIT_TOL: f64 = 1e-7;
 
 /// Which family of draws (separate random streams, so that e.g. the resized bootstrap's shrink
 /// search and its final draws are independent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
+pub(crate) enum Stream {
     /// The percentile bootstrap's draws.
     Bootstrap,
     /// The resized bootstrap's shrink search (common random numbers across shrinks).
@@ -54,7 +54,7 @@ pub enum Stream {
 /// What every refit shares: the tolerance, the estimator's options (the fallback of a refit
 /// that does not converge), the cancellation flag, and whether the refits are batched (large
 /// problems).
-pub struct Settings<'a> {
+pub(crate) struct Settings<'a> {
     tol: f64,
     estimator: FitOptions,
     cancel: Option<&'a AtomicBool>,
@@ -64,7 +64,11 @@ pub struct Settings<'a> {
 impl<'a> Settings<'a> {
     /// Settings for refits of `data` by the estimator of `options` (checked for `data`), at
     /// its tolerance raised to [`REFIT_TOL`].
-    pub fn new(data: &Dataset, options: &FitOptions, cancel: Option<&'a AtomicBool>) -> Self {
+    pub(crate) fn new(
+        data: &Dataset,
+        options: &FitOptions,
+        cancel: Option<&'a AtomicBool>,
+    ) -> Self {
         Settings {
             tol: options.tol.max(REFIT_TOL),
             // The estimator's starts at the refits' iteration cap: beyond it a Newton run is
@@ -81,7 +85,7 @@ impl<'a> Settings<'a> {
 
 /// `B` refits' estimates.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Draws {
+pub(crate) struct Draws {
     /// `B x d1` row-major.
     pub theta: Vec<f32>,
     /// `B x d2` row-major.
@@ -90,19 +94,8 @@ pub struct Draws {
     pub diverged: usize,
 }
 
-impl Draws {
-    /// Number of draws.
-    pub fn len(&self, d1: usize) -> usize {
-        self.theta.len() / d1
-    }
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.theta.is_empty()
-    }
-}
-
 /// The logits `u_i = sigma_i theta . z_i` of `truth` on `data` (one pass).
-pub fn logits(data: &Dataset, truth: &Params) -> Vec<f64> {
+pub(crate) fn logits(data: &Dataset, truth: &Params) -> Vec<f64> {
     let d1 = data.d1();
     (0..data.n())
         .into_par_iter()
@@ -130,7 +123,7 @@ pub(crate) fn draw_seed(seed: u64, stream: Stream, b: usize) -> u64 {
 }
 
 /// Labels of draw `b`: `y_i = 1` with probability `sigmoid(u_i)`.
-pub fn labels(u: &[f64], seed: u64, stream: Stream, b: usize) -> Vec<f64> {
+pub(crate) fn labels(u: &[f64], seed: u64, stream: Stream, b: usize) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(draw_seed(seed, stream, b));
     u.iter()
         .map(|&v| {
@@ -146,7 +139,7 @@ pub fn labels(u: &[f64], seed: u64, stream: Stream, b: usize) -> Vec<f64> {
 /// `reps` parametric draws from `truth`, each refitted from `start`, on the current pool.
 ///
 /// Errors: [`crate::Error::Cancelled`].
-pub fn parametric(
+pub(crate) fn parametric(
     data: &Dataset,
     truth: &Params,
     start: &Params,
@@ -290,7 +283,7 @@ fn lower_optimum(
 }
 
 /// Mean of the `B x k` row-major draws, per column.
-pub fn column_means(draws: &[f32], k: usize) -> Vec<f64> {
+pub(crate) fn column_means(draws: &[f32], k: usize) -> Vec<f64> {
     let mut m = vec![0.0; k];
     if k == 0 {
         return m;

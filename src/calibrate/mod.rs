@@ -9,14 +9,14 @@
 //! bootstraps fix this:
 //!
 //! * [`IntervalMethod::Bootstrap`]: labels redrawn from the fitted model on the same
-//!   covariates, each refit warm-started at the estimate ([`draws`]); the percentile interval
+//!   covariates, each refit warm-started at the estimate (`draws`); the percentile interval
 //!   of the `B` (default 400) refits' values of the quantity.
 //! * [`IntervalMethod::Resized`]: Zhao & Candès' adaptively resized parametric bootstrap for
-//!   high-dimensional GLMs ([`resized`]): data drawn from `(s theta_hat, gamma_hat)` with the
+//!   high-dimensional GLMs (`resized`): data drawn from `(s theta_hat, gamma_hat)` with the
 //!   shrink `s` chosen so that refits reproduce `||theta_hat||`; `B` (default 100) refits from
 //!   there give the inflation `alpha_hat` and the spreads: rewards and theta are reported as
 //!   `theta_hat . phi / alpha_hat +- q SD* / alpha_hat`, gamma as `gamma_hat - bias* +- q SD*`.
-//! * [`IntervalMethod::Auto`] picks one of the three by [`auto_pick`]'s documented rules and
+//! * [`IntervalMethod::Auto`] picks one of the three by `auto_pick`'s documented rules and
 //!   the model says what it picked.
 //!
 //! A [`Calibration`] holds the refits' draws of theta and gamma in `f32` (`B x d1` and
@@ -26,18 +26,17 @@
 //! Everything is deterministic for a seed whatever the thread count: draw `b` has its own
 //! random stream and the draws are collected in order.
 
-pub mod batched;
-pub mod draws;
-pub mod resized;
+pub(crate) mod batched;
+pub(crate) mod draws;
+pub(crate) mod resized;
 
 use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::{FitOptions, FitReport, Termination};
 use crate::fitted::RewardModel;
+pub(crate) use crate::interval::sample_sd;
 use crate::interval::Rule;
-pub use crate::interval::Target;
-pub use crate::interval::{quantile_sorted, sample_sd};
 use crate::linalg::dot_f32;
 use crate::model::Params;
 use std::sync::atomic::AtomicBool;
@@ -55,8 +54,8 @@ coded_enum! {
         /// Adaptively resized parametric bootstrap for high dimension (B default
         /// [`DEFAULT_RESIZED_REPS`]).
         Resized = 2 => "resized",
-        /// Picked at fit time by [`auto_pick_for`]: a cluster method when the data have
-        /// cluster ids, else one of the three above by [`auto_pick`].
+        /// Picked at fit time by `auto_pick_for`: a cluster method when the data have
+        /// cluster ids, else one of the three above by `auto_pick`.
         Auto = 3 => "auto",
         /// Cluster jackknife (CV3, issue 20): the estimates without each cluster (annotator),
         /// refitted warm from the estimate ([`crate::cluster::jackknife`]); any functional's
@@ -92,12 +91,12 @@ pub const MAX_REPS: usize = 100_000;
 /// Wald under-covers above it. At `d1 / n = 0.06` the MLE is inflated by 11% and gamma's Wald
 /// interval covers 0.85; the inflation grows roughly linearly in `d1 / n` (Sur & Candès 2019),
 /// so at 0.02 it is ~3-4%, about a tenth of a typical SE in the direction of theta.
-pub const HIGH_DIMENSION_RATIO: f64 = 0.02;
+pub(crate) const HIGH_DIMENSION_RATIO: f64 = 0.02;
 /// `auto` picks [`IntervalMethod::Bootstrap`] below this many comparisons per parameter
 /// (`n / (d1 + d2)`), and the diagnostics warn that Wald under-covers below it: the paper's
 /// design has Wald reward coverage 0.86 at 40 per parameter (n = 200), 0.90 at 120 (n = 600)
 /// and reaches 0.95 only around 1,600 (n = 8,000).
-pub const SMALL_SAMPLE_PER_PARAMETER: f64 = 1000.0;
+pub(crate) const SMALL_SAMPLE_PER_PARAMETER: f64 = 1000.0;
 
 /// The diagnostics warn when more than this share of the bootstrap refits diverged (converged
 /// from neither the warm start nor the estimator's own starts): such fits sit near the
@@ -105,7 +104,7 @@ pub const SMALL_SAMPLE_PER_PARAMETER: f64 = 1000.0;
 /// design (1,000 datasets per n, `tests/calibrated_coverage.rs` seeds, README) rewards cover
 /// 0.664 on the 6% of n = 600 datasets above this share (0.954 on the others); at n = 200 the
 /// 31% above it cover 0.950 (0.970 on the others).
-pub const DIVERGED_SHARE_WARNING: f64 = 0.05;
+pub(crate) const DIVERGED_SHARE_WARNING: f64 = 0.05;
 
 /// The interval method asked for at fit time, with its settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -139,7 +138,7 @@ impl IntervalOptions {
 ///    doubles the bias);
 /// 2. else fewer than 1,000 comparisons per parameter: [`IntervalMethod::Bootstrap`];
 /// 3. else [`IntervalMethod::Wald`] (large samples: the Wald interval is accurate and free).
-pub fn auto_pick(n: usize, d1: usize, d2: usize) -> IntervalMethod {
+pub(crate) fn auto_pick(n: usize, d1: usize, d2: usize) -> IntervalMethod {
     let (n, d1, p) = (n as f64, d1 as f64, (d1 + d2) as f64);
     if d1 / n > HIGH_DIMENSION_RATIO {
         IntervalMethod::Resized
@@ -156,7 +155,7 @@ pub fn auto_pick(n: usize, d1: usize, d2: usize) -> IntervalMethod {
 /// parametric bootstrap cover gamma 0.61-0.73 at 40 annotators with a rationality SD of 0.6
 /// beyond the covariates; the one-step jackknife covers like the exact one at no refit
 /// cost, README) — else [`auto_pick`] on its shape.
-pub fn auto_pick_for(data: &Dataset) -> IntervalMethod {
+pub(crate) fn auto_pick_for(data: &Dataset) -> IntervalMethod {
     if data.cluster().is_some() {
         IntervalMethod::ClusterOneStep
     } else {
@@ -164,7 +163,7 @@ pub fn auto_pick_for(data: &Dataset) -> IntervalMethod {
     }
 }
 
-/// Why `auto` picks `method` (the rule of [`auto_pick_for`] that leads to it), in plain words.
+/// Why `auto` picks `method` (the rule of `auto_pick_for` that leads to it), in plain words.
 pub fn auto_reason(method: IntervalMethod) -> &'static str {
     match method {
         IntervalMethod::ClusterOneStep | IntervalMethod::ClusterJackknife => {
@@ -452,7 +451,7 @@ pub struct IntervalDiagnostics {
 
 /// The [`IntervalDiagnostics`] of a fit of `n` samples with this report, estimate and
 /// calibration.
-pub fn diagnostics(
+pub(crate) fn diagnostics(
     n: usize,
     params: &Params,
     report: &FitReport,
@@ -514,7 +513,7 @@ pub fn diagnostics(
 /// [`Calibration`] to attach with [`RewardModel::with_calibration`]. `estimator` are the
 /// options `model` was fitted with: the refits run at their tolerance, and a refit that does
 /// not converge from the warm start is solved again from the estimator's own starts
-/// ([`draws`]).
+/// (`draws`).
 ///
 /// Errors: invalid `options` or `estimator`, [`Error::Cancelled`] (checked before every refit iteration),
 /// [`Error::NotConverged`] when the resized bootstrap cannot estimate a positive inflation.

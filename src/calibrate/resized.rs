@@ -22,19 +22,19 @@ use crate::error::{Error, Result};
 use crate::model::Params;
 
 /// Draws per step of the shrink search.
-pub const SEARCH_REPS: usize = 4;
+pub(crate) const SEARCH_REPS: usize = 4;
 /// The search stops when `||theta_hat|| / mean ||theta*||` is within this of 1.
-pub const SEARCH_RTOL: f64 = 0.005;
+pub(crate) const SEARCH_RTOL: f64 = 0.005;
 /// Most steps of the shrink search.
-pub const SEARCH_STEPS: usize = 6;
+pub(crate) const SEARCH_STEPS: usize = 6;
 /// The shrink is kept in `[MIN_SHRINK, MAX_SHRINK]`.
-pub const MIN_SHRINK: f64 = 0.05;
+pub(crate) const MIN_SHRINK: f64 = 0.05;
 /// The largest shrink the search reaches (a model file with another is damaged).
-pub const MAX_SHRINK: f64 = 1.5;
+pub(crate) const MAX_SHRINK: f64 = 1.5;
 
 /// What the resized bootstrap estimates.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Resized {
+pub(crate) struct Resized {
     /// The shrink `s`.
     pub shrink: f64,
     /// The inflation `alpha_hat`.
@@ -68,7 +68,7 @@ fn mean_norm(draws: &Draws, d1: usize) -> f64 {
 ///
 /// Errors: [`Error::Cancelled`]; [`Error::NotConverged`] when the inflation estimate is not a
 /// positive number (theta_hat = 0, or refits that lost all signal).
-pub fn run(
+pub(crate) fn run(
     data: &Dataset,
     hat: &Params,
     reps: usize,

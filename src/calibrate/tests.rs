@@ -1,6 +1,7 @@
 use super::*;
 use crate::fit::{FitControl, FitOptions};
 use crate::inference::CovarianceKind;
+use crate::interval::{quantile_sorted, Target};
 use crate::sim::{homogeneous, paper_simulation, ActionDesign};
 use crate::stats::critical_value;
 

@@ -17,7 +17,7 @@ pub enum Center {
 pub enum Df {
     /// Fixed, e.g. `G - 1` with `G` the number of clusters.
     Fixed(f64),
-    /// The functional's effective number of clusters ([`effective_df`]) with this kurtosis
+    /// The functional's effective number of clusters (`effective_df`) with this kurtosis
     /// factor, at most `G - 1`.
     Effective(f64),
 }
@@ -27,7 +27,7 @@ pub enum Df {
 pub enum Spread {
     /// Jackknife: `(G-1)/G sum_g (v_g - v_bar)^2`.
     Jackknife,
-    /// Sandwich draws ([`super::sandwich`]): `c sum_g (v_g - v_bar)^2` with `c` the small-sample
+    /// Sandwich draws ([`super::draws::sandwich`]): `c sum_g (v_g - v_bar)^2` with `c` the small-sample
     /// factor (1 for CR0, `G/(G-1) (n-1)/(n-p)` for CR1).
     Sandwich(f64),
     /// Bootstrap: the draws' sample variance.
@@ -39,7 +39,7 @@ pub enum Spread {
 /// `kurtosis (sum w^2)^2 / sum w^4` (`kurtosis` = 3 estimates each `sigma_g^4` by `w_g^4 / 3`;
 /// 1 is Kish's effective number of clusters), within `[1, G - 1]`. Small when a few clusters
 /// carry the functional (an expert flag held by few annotators).
-pub fn effective_df(projections: &[f64], kurtosis: f64) -> f64 {
+pub(crate) fn effective_df(projections: &[f64], kurtosis: f64) -> f64 {
     let g = projections.len();
     let top = g.saturating_sub(1).max(1) as f64;
     let mean = projections.iter().sum::<f64>() / g.max(1) as f64;

@@ -7,7 +7,7 @@
 //! one per cluster or per resample — from which any linear functional `a . b` (a coefficient,
 //! a reward, a difference of rewards, a rationality) gets its interval ([`interval()`]):
 //!
-//! * [`sandwich`]: `b + H^-1 s_g` with `s_g` the summed scores of cluster `g` and `H` the
+//! * [`sandwich`](draws::sandwich): `b + H^-1 s_g` with `s_g` the summed scores of cluster `g` and `H` the
 //!   observed Hessian (sums over all rows). Their spread `sum_g (v_g - v_bar)^2` is the CR0
 //!   cluster-robust variance; times `G/(G-1) (n-1)/(n-p)` it is CR1.
 //! * [`one_step_jackknife`]: `b_(g) = b + (H - H_g)^-1 s_g`, one Newton step of the fit without
@@ -15,9 +15,9 @@
 //!   McCaffrey 2002 / MacKinnon, Nielsen & Webb 2023 in the linear model). `O(n p^2 + G p^3)`,
 //!   no refits.
 //! * [`jackknife`]: the exact leave-one-cluster-out refits (CV3), warm-started at the full
-//!   estimate through the estimator's refit ([`crate::calibrate::draws`]: the same solver, its
+//!   estimate through the estimator's refit (`crate::calibrate::draws`: the same solver, its
 //!   fallback to the estimator's own starts).
-//! * [`pairs_bootstrap`]: clusters resampled with replacement, each resample refitted the
+//! * [`pairs_bootstrap`](draws::pairs_bootstrap): clusters resampled with replacement, each resample refitted the
 //!   same way.
 //!
 //! [`heterogeneity`] is the diagnostic every fit with cluster ids reports: the design effect
@@ -28,13 +28,15 @@
 //! `G - 1` degrees of freedom ([`Df::Fixed`]) or an effective number of clusters of the
 //! functional ([`Df::Effective`]).
 
-mod draws;
+pub(crate) mod draws;
 mod heterogeneity;
-pub mod interval;
+pub(crate) mod interval;
 
-pub use draws::{jackknife, one_step_jackknife, pairs_bootstrap, sandwich};
+#[cfg(test)]
+pub(crate) use draws::sandwich;
+pub(crate) use draws::{jackknife, one_step_jackknife};
 pub use heterogeneity::{heterogeneity, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING};
-pub use interval::{effective_df, interval, Center, Df, Spread};
+pub(crate) use interval::{effective_df, interval, Center, Df, Spread};
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -42,6 +44,7 @@ use std::collections::BTreeMap;
 
 /// The rows of each cluster of a dataset, clusters in increasing id order.
 #[derive(Debug, Clone, PartialEq)]
+#[doc(hidden)] // reached through `crate::internals` only
 pub struct Clusters {
     ids: Vec<i64>,
     rows: Vec<Vec<usize>>,
@@ -80,22 +83,12 @@ impl Clusters {
     }
 
     /// Number of clusters `G`.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.ids.len()
     }
 
-    /// Always false (at least [`MIN_CLUSTERS`]).
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-
-    /// The distinct ids, increasing.
-    pub fn ids(&self) -> &[i64] {
-        &self.ids
-    }
-
     /// The rows of cluster `g` (by rank), increasing.
-    pub fn rows(&self, g: usize) -> &[usize] {
+    pub(crate) fn rows(&self, g: usize) -> &[usize] {
         &self.rows[g]
     }
 
@@ -113,6 +106,7 @@ impl Clusters {
 /// Estimates of `(theta, gamma)` stacked (theta first), one row of `p = d1 + d2` per cluster or
 /// resample, row-major; and how many of the refits behind them did not converge.
 #[derive(Debug, Clone, PartialEq)]
+#[doc(hidden)] // reached through `crate::internals` only
 pub struct ClusterDraws {
     /// `k x p`, row-major.
     pub values: Vec<f64>,
@@ -125,13 +119,8 @@ pub struct ClusterDraws {
 
 impl ClusterDraws {
     /// Number of draws.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.values.len() / self.p.max(1)
-    }
-
-    /// True when there are none.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
     }
 
     /// The draws' theta (`k x d1`) and gamma (`k x (p - d1)`) blocks in `f32`, row-major (as

@@ -1,3 +1,4 @@
+use super::draws::pairs_bootstrap;
 use super::*;
 use crate::fit::{fit, FitControl, FitOptions, Init};
 use crate::inference::{covariance_factors, CovarianceKind};

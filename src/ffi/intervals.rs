@@ -203,7 +203,7 @@ mod tests {
     use super::super::model::{hetreward_model_free, hetreward_model_score, hetreward_reward};
     use super::super::status::hetreward_last_error_message;
     use super::*;
-    use crate::ffi::hetreward_status::*;
+    use crate::ffi::status::hetreward_status::*;
     use crate::sim::{paper_simulation, ActionDesign};
     use std::ffi::{c_void, CStr};
     use std::ptr::null_mut;
@@ -239,7 +239,7 @@ mod tests {
             .into_owned()
     }
 
-    fn dataset() -> *mut crate::ffi::hetreward_dataset {
+    fn dataset() -> *mut crate::ffi::dataset::hetreward_dataset {
         let d = paper_simulation(200, ActionDesign::Uniform, 8);
         let mut out = null_mut();
         let s = hetreward_dataset_new(

@@ -31,13 +31,6 @@ pub mod model;
 pub mod shard;
 pub mod shard_driver;
 
-pub use dataset::hetreward_dataset;
-pub use fitter::{hetreward_fit_params, hetreward_fitter, hetreward_progress};
-pub use model::hetreward_model;
-pub use shard::hetreward_shard_stats;
-pub use shard_driver::{hetreward_distributed_rounds, hetreward_shard_summary};
-pub use status::hetreward_status;
-
 use crate::error::{Error, Result};
 use std::ffi::{c_char, CStr};
 use std::path::PathBuf;

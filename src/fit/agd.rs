@@ -20,14 +20,14 @@ use crate::model::Params;
 
 /// Alternating gradient descent with fixed step sizes.
 #[derive(Debug, Clone)]
-pub struct Agd {
+pub(crate) struct Agd {
     eta1: f64,
     eta2: f64,
 }
 
 impl Agd {
     /// Step size `eta1` for theta, `eta2` for gamma.
-    pub fn new(eta1: f64, eta2: f64) -> Self {
+    pub(crate) fn new(eta1: f64, eta2: f64) -> Self {
         Agd { eta1, eta2 }
     }
 }

@@ -3,7 +3,7 @@
 //! Two solvers sit behind one small `Solver` trait and one driver loop (`run_solver`) that
 //! owns termination: tolerance, iteration cap, divergence, cancellation and progress reporting.
 //! The solvers are written once against the problem (`objective.rs`, argmin's problem/solver
-//! split): the data in memory, the shards of a distributed fit ([`crate::shard::driver`]) or a
+//! split): the data in memory, the shards of a distributed fit (`crate::shard::driver`) or a
 //! profile's constrained problem ([`crate::profile`]), with one mask of the coordinates that
 //! move (all, theta only, all but one).
 //!
@@ -12,8 +12,8 @@
 //!   semi-definite) where the observed Hessian is indefinite. Two ways to solve each step's
 //!   linear system, chosen by size ([`NewtonVariant::Auto`]):
 //!   * up to [`DENSE_NEWTON_MAX_PARAMS`] parameters, the full Hessian is formed and factored
-//!     every iteration ([`newton`]; quadratic convergence, exact steps);
-//!   * above, inexact Newton with preconditioned conjugate gradients ([`newton_cg`]): the
+//!     every iteration (`newton`; quadratic convergence, exact steps);
+//!   * above, inexact Newton with preconditioned conjugate gradients (`newton_cg`): the
 //!     Hessian is never formed, each CG iteration is one pass over the data, and the
 //!     preconditioner is a single-precision information matrix built once per run. At the
 //!     paper's scale (n = 33,845, d1 = 2048, d2 = 38) this is what makes a fit take seconds.
@@ -21,15 +21,15 @@
 //!   Because `L_n` is biconvex but not jointly convex, small problems (up to
 //!   [`MULTI_START_MAX_PARAMS`] parameters) are also run from `restarts` seeded random
 //!   starts and the lowest optimum wins; see [`FitOptions::restarts`].
-//! * [`SolverKind::Agd`]: the paper's Algorithm 1, faithfully (see [`agd`]).
+//! * [`SolverKind::Agd`]: the paper's Algorithm 1, faithfully (see `agd`).
 //!
 //! Results are deterministic for a seed whatever the thread count (see [`crate::parallel`]).
 
-pub mod agd;
+pub(crate) mod agd;
 pub(crate) mod in_memory;
 pub(crate) mod line_search;
-pub mod newton;
-pub mod newton_cg;
+pub(crate) mod newton;
+pub(crate) mod newton_cg;
 pub(crate) mod objective;
 
 use crate::codes::coded_enum;
@@ -66,6 +66,7 @@ pub const MAX_ITERATIONS: usize = 1_000_000_000;
 
 /// How the Newton solver solves the linear system of each step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[doc(hidden)] // reached through `crate::internals` only
 pub enum NewtonVariant {
     /// Dense up to [`DENSE_NEWTON_MAX_PARAMS`] parameters, CG above (the default).
     #[default]
@@ -79,6 +80,7 @@ pub enum NewtonVariant {
 /// Expert settings of a fit that are not part of [`FitOptions`] (which the CLI and the C ABI
 /// mirror). [`Tuning::default`] is what [`fit`] uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[doc(hidden)] // reached through `crate::internals` only
 pub struct Tuning {
     /// Linear-system strategy of the Newton solver. Default [`NewtonVariant::Auto`].
     pub newton: NewtonVariant,
@@ -86,6 +88,7 @@ pub struct Tuning {
 
 /// Work done by a fit, for benchmarks and diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[doc(hidden)] // reached through `crate::internals` only
 pub struct Diagnostics {
     /// The Newton variant that ran (`Dense` or `Cg`; `Auto` for agd).
     pub newton: NewtonVariant,
@@ -263,7 +266,7 @@ coded_enum! {
         Stalled = 2 => "stalled",
         /// The estimate runs off to infinity: parameters or objective became non-finite, or
         /// the gradient vanished only because the data are perfectly separated (mean NLL
-        /// below [`SEPARATED_NLL`]: every label predicted with certainty, the MLE lies at
+        /// below `SEPARATED_NLL`: every label predicted with certainty, the MLE lies at
         /// infinity).
         Diverged = 3 => "diverged",
     }
@@ -273,7 +276,7 @@ coded_enum! {
 /// data are completely separated (every label predicted with probability > 1 - 1e-6 on
 /// average) and `||theta||` grows without bound. Such fits end [`Termination::Diverged`].
 /// Quasi-complete separation (only a subset separated) is not detected this way.
-pub const SEPARATED_NLL: f64 = 1e-6;
+pub(crate) const SEPARATED_NLL: f64 = 1e-6;
 
 /// How the fit went (SPEC §2: every fit reports these).
 #[derive(Debug, Clone, PartialEq)]
@@ -507,6 +510,7 @@ pub fn fit(data: &Dataset, options: &FitOptions, control: &FitControl) -> Result
 }
 
 /// [`fit`] with expert [`Tuning`], also returning the [`Diagnostics`] (work counters).
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn fit_with(
     data: &Dataset,
     options: &FitOptions,

@@ -125,7 +125,7 @@ impl DataPreconditioner {
 
     /// [`DataPreconditioner::new`], shared, with the work counters of the build (one build,
     /// one pass, its seconds) for the fit's diagnostics.
-    pub fn shared(data: &Dataset) -> (Arc<Self>, CgStats) {
+    pub(crate) fn shared(data: &Dataset) -> (Arc<Self>, CgStats) {
         let clock = Instant::now();
         let built = Arc::new(Self::new(data));
         let stats = CgStats {
@@ -183,7 +183,7 @@ enum CgOutcome {
 
 impl NewtonCg {
     /// Newton-CG over the `free` coordinates (`Free::All` or `Free::Theta`).
-    pub(crate) fn new(free: Free) -> Self {
+    pub fn new(free: Free) -> Self {
         NewtonCg {
             free,
             stats: CgStats::default(),

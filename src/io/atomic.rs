@@ -203,7 +203,7 @@ pub fn not_replaceable(meta: &std::fs::Metadata) -> Option<&'static str> {
 /// Writes `bytes` to `target` atomically (module docs).
 ///
 /// Errors: [`Error::Io`] naming `target`; [`Error::InvalidArgument`] when it names no file.
-pub fn write(target: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write(target: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = PendingFile::create(target)?;
     f.write_all(bytes)?;
     f.commit()

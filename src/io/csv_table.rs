@@ -18,12 +18,12 @@ use std::path::Path;
 /// Most bytes one record (the header or a data row, blank lines before it included) may take:
 /// a header of a million feature columns (`z1..z1000000`, 7.9 MB) or a row of half a million
 /// 17-digit numbers fits; a source with no line break in 16 MiB is not a CSV table.
-pub const MAX_RECORD_BYTES: usize = 16 << 20;
+pub(crate) const MAX_RECORD_BYTES: usize = 16 << 20;
 /// Most fields in one record (2,097,152): two million columns.
-pub const MAX_FIELDS: usize = 1 << 21;
+pub(crate) const MAX_FIELDS: usize = 1 << 21;
 /// Most values (data rows x columns) in one file: 2^30, 8 GiB of doubles; larger data belong
 /// in a safetensors file, which is decoded in place.
-pub const MAX_VALUES: usize = 1 << 30;
+pub(crate) const MAX_VALUES: usize = 1 << 30;
 
 /// Bytes asked of the file per read.
 const READ_BYTES: usize = 1 << 16;
@@ -133,12 +133,12 @@ impl CsvTable {
     }
 
     /// Index of the column called `name`, if present (O(1)).
-    pub fn find(&self, name: &str) -> Option<usize> {
+    pub(crate) fn find(&self, name: &str) -> Option<usize> {
         self.index.get(name).copied()
     }
 
     /// The column called `name` (length `rows`); a format error naming it if absent.
-    pub fn column(&self, name: &str) -> Result<Vec<f64>> {
+    pub(crate) fn column(&self, name: &str) -> Result<Vec<f64>> {
         let c = self
             .find(name)
             .ok_or_else(|| Error::format(&self.path, format!("missing column `{name}`")))?;
@@ -148,7 +148,7 @@ impl CsvTable {
 
     /// The columns `{prefix}1, {prefix}2, ...` (as many as exist, consecutively numbered) as a
     /// row-major `rows x k` block; returns `(k, values)`. Linear in the number of columns.
-    pub fn numbered_block(&self, prefix: &str) -> (usize, Vec<f64>) {
+    pub(crate) fn numbered_block(&self, prefix: &str) -> (usize, Vec<f64>) {
         let idx = self.numbered_columns(prefix);
         let k = idx.iter().take_while(|c| c.is_some()).count();
         let idx: Vec<usize> = idx[..k].iter().map(|c| c.expect("counted")).collect();
@@ -164,7 +164,7 @@ impl CsvTable {
     /// long as the highest `j` present; one pass over the columns. A `j` above the number of
     /// columns cannot be part of a consecutive block and is not stored (so the result's size
     /// is bounded by the header, not by a number written in it).
-    pub fn numbered_columns(&self, prefix: &str) -> Vec<Option<usize>> {
+    pub(crate) fn numbered_columns(&self, prefix: &str) -> Vec<Option<usize>> {
         let width = self.columns.len();
         let mut at: Vec<Option<usize>> = Vec::new();
         for (c, name) in self.columns.iter().enumerate() {
@@ -181,7 +181,7 @@ impl CsvTable {
 
 /// `j` if `name` is `{prefix}{j}` with `j` a positive integer written in canonical form
 /// (decimal digits only, no sign, no leading zero): `z1`, `z12`, but not `z01`, `z+1` or `z0`.
-pub fn numbered(name: &str, prefix: &str) -> Option<usize> {
+pub(crate) fn numbered(name: &str, prefix: &str) -> Option<usize> {
     let digits = name.strip_prefix(prefix)?;
     if digits.is_empty() || digits.starts_with('0') || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -192,7 +192,7 @@ pub fn numbered(name: &str, prefix: &str) -> Option<usize> {
 /// True when `name` is `{prefix}` followed by something number-like that is not canonical
 /// (`z01`, `z+1`, `z0`, `z 1`): such a column would silently shadow or duplicate `{prefix}{j}`,
 /// so readers reject it as ambiguous rather than guess.
-pub fn non_canonical_numbered(name: &str, prefix: &str) -> bool {
+pub(crate) fn non_canonical_numbered(name: &str, prefix: &str) -> bool {
     match name.strip_prefix(prefix) {
         Some(rest) if !rest.is_empty() && numbered(name, prefix).is_none() => {
             let t = rest.trim().trim_start_matches(['+', '-']);

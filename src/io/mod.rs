@@ -4,9 +4,9 @@
 //! Every error names the file, the tensor or column and, where there is one, the row.
 
 pub mod atomic;
-pub mod csv_table;
+pub(crate) mod csv_table;
 pub mod model_file;
-pub mod safetensors_table;
+pub(crate) mod safetensors_table;
 pub mod scoring;
 pub mod training;
 
@@ -15,7 +15,7 @@ use std::path::Path;
 
 /// A file's format, chosen by extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// `.csv` with a header row.
     Csv,
     /// `.safetensors`.
@@ -24,7 +24,7 @@ pub enum FileKind {
 
 impl FileKind {
     /// The format of `path` by its extension; an unknown extension is a format error.
-    pub fn of(path: &Path) -> Result<Self> {
+    pub(crate) fn of(path: &Path) -> Result<Self> {
         match path
             .extension()
             .and_then(|e| e.to_str())

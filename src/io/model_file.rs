@@ -40,7 +40,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// First 8 bytes of every model file.
-pub const MAGIC: &[u8; 8] = b"HETRWRD\0";
+pub(crate) const MAGIC: &[u8; 8] = b"HETRWRD\0";
 /// The format version this library writes (it also reads [`OLDEST_VERSION`] onwards).
 pub const FORMAT_VERSION: u32 = 2;
 /// The oldest format version this library reads.

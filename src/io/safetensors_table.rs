@@ -20,11 +20,11 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Largest accepted JSON header, in bytes (the safetensors format's own limit).
-pub const MAX_HEADER_BYTES: u64 = 100_000_000;
+pub(crate) const MAX_HEADER_BYTES: u64 = 100_000_000;
 
 /// Most tensors a header may list (a training or scoring file needs at most five; a model
 /// checkpoint has a few thousand): what the parsed header holds is bounded by it.
-pub const MAX_TENSORS: usize = 65_536;
+pub(crate) const MAX_TENSORS: usize = 65_536;
 
 /// Bytes decoded per block while reading a tensor.
 const BLOCK_BYTES: usize = 1 << 20;
@@ -91,7 +91,7 @@ impl SafetensorsFile {
     }
 
     /// True when the file has a tensor called `name`.
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         self.tensors.contains_key(name)
     }
 
@@ -100,7 +100,7 @@ impl SafetensorsFile {
     ///
     /// Errors: [`Error::Format`] naming the file and the tensor if it is missing or of another
     /// dtype.
-    pub fn shape(&self, name: &str, integer_ok: bool) -> Result<&[usize]> {
+    pub(crate) fn shape(&self, name: &str, integer_ok: bool) -> Result<&[usize]> {
         let info = self.info(name)?;
         if !accepted(info.dtype, integer_ok) {
             return Err(Error::format(
@@ -121,7 +121,7 @@ impl SafetensorsFile {
 
     /// [`SafetensorsFile::shape`], checked against `dims` (rank and, where given, each
     /// dimension); the error shows the shape found and the one expected.
-    pub fn expect_shape(
+    pub(crate) fn expect_shape(
         &self,
         name: &str,
         integer_ok: bool,
@@ -155,7 +155,7 @@ impl SafetensorsFile {
     /// non-finite value's row and column; [`Error::Io`] if the file cannot be read (for
     /// instance because it was truncated while being read) or the values cannot be held in
     /// memory.
-    pub fn read(&self, name: &str, integer_ok: bool) -> Result<Vec<f64>> {
+    pub(crate) fn read(&self, name: &str, integer_ok: bool) -> Result<Vec<f64>> {
         let count = self.element_count(name, integer_ok)?;
         let mut values = Vec::new();
         values.try_reserve_exact(count).map_err(|_| {
@@ -174,7 +174,7 @@ impl SafetensorsFile {
     /// Replaces each `out[i]` by `f(out[i], value_i)` for the values of tensor `name` (which
     /// must have `out.len()` elements), without holding the tensor in memory: e.g. `z = phi1 -
     /// phi0` from `phi0` already read into `out`. Errors as [`SafetensorsFile::read`].
-    pub fn combine_into(
+    pub(crate) fn combine_into(
         &self,
         name: &str,
         out: &mut [f64],
@@ -190,7 +190,7 @@ impl SafetensorsFile {
     }
 
     /// The file's path, for messages.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         &self.path
     }
 

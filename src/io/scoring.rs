@@ -107,6 +107,7 @@ pub fn read_candidates(path: &Path, d1: usize) -> Result<CandidatesInput> {
 }
 
 /// PHI from a CSV table with exactly the columns `phi1..phi{d1}`.
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn phi_from_csv(t: &CsvTable, d1: usize) -> Result<PhiInput> {
     check_columns(t, &[], &[("phi", d1)])?;
     let phi = csv_block(t, "phi", d1)?;
@@ -119,6 +120,7 @@ pub fn phi_from_csv(t: &CsvTable, d1: usize) -> Result<PhiInput> {
 }
 
 /// PAIRS from a CSV table with the columns `phi0_1..phi0_{d1}`, `phi1_1..phi1_{d1}`.
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn pairs_from_csv(t: &CsvTable, d1: usize) -> Result<PairsInput> {
     check_columns(t, &[], &[("phi0_", d1), ("phi1_", d1)])?;
     let phi0 = csv_block(t, "phi0_", d1)?;
@@ -133,6 +135,7 @@ pub fn pairs_from_csv(t: &CsvTable, d1: usize) -> Result<PairsInput> {
 }
 
 /// CANDIDATES from a CSV table with the columns `group`, optional `penalty`, `phi1..phi{d1}`.
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn candidates_from_csv(t: &CsvTable, d1: usize) -> Result<CandidatesInput> {
     check_columns(t, &["group", "penalty"], &[("phi", d1)])?;
     let phi = csv_block(t, "phi", d1)?;
@@ -155,6 +158,7 @@ pub fn candidates_from_csv(t: &CsvTable, d1: usize) -> Result<CandidatesInput> {
 }
 
 /// PHI from a safetensors file with the tensor `phi` `[m, d1]`.
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn phi_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PhiInput> {
     let (rows, phi) = st_matrix(f, "phi", None, d1)?;
     Ok(PhiInput {
@@ -166,6 +170,7 @@ pub fn phi_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PhiInput> 
 }
 
 /// PAIRS from a safetensors file with the tensors `phi0`, `phi1` `[m, d1]`.
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn pairs_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PairsInput> {
     let rows = st_matrix_shape(f, "phi0", None, d1)?;
     st_matrix_shape(f, "phi1", Some(rows), d1)?;
@@ -182,6 +187,7 @@ pub fn pairs_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<PairsInp
 
 /// CANDIDATES from a safetensors file with `phi` `[m, d1]`, `group` `[m]` and optional `penalty`
 /// `[m]`. Every shape is checked before any data is read.
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn candidates_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<CandidatesInput> {
     let path = f.path();
     let rows = st_matrix_shape(f, "phi", None, d1)?;
@@ -212,7 +218,7 @@ pub fn candidates_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<Can
 
 impl CandidatesInput {
     /// The groups in order of first appearance, each with its rows in file order.
-    pub fn groups(&self) -> Vec<(i64, Vec<usize>)> {
+    pub(crate) fn groups(&self) -> Vec<(i64, Vec<usize>)> {
         let mut order: Vec<(i64, Vec<usize>)> = Vec::new();
         let mut at: HashMap<i64, usize> = HashMap::new();
         for (row, &g) in self.group.iter().enumerate() {

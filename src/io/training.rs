@@ -18,7 +18,7 @@ pub fn read_training(path: &Path) -> Result<Dataset> {
 }
 
 /// Reads a training set or one shard of it ([`Rows`]), choosing the format by extension.
-pub fn read_rows(path: &Path, rows: Rows) -> Result<Dataset> {
+pub(crate) fn read_rows(path: &Path, rows: Rows) -> Result<Dataset> {
     match FileKind::of(path)? {
         FileKind::Csv => from_csv(&CsvTable::read(path)?, rows),
         FileKind::Safetensors => from_safetensors(&SafetensorsFile::open(path)?, rows),
@@ -26,6 +26,7 @@ pub fn read_rows(path: &Path, rows: Rows) -> Result<Dataset> {
 }
 
 /// Builds a dataset from a CSV table with the training columns.
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn from_csv(t: &CsvTable, rows: Rows) -> Result<Dataset> {
     let (d1, z) = t.numbered_block("z");
     let (d2, psi) = t.numbered_block("psi");
@@ -71,6 +72,7 @@ pub fn from_csv(t: &CsvTable, rows: Rows) -> Result<Dataset> {
 /// Builds a dataset from a safetensors file with the training tensors. Every shape is checked
 /// against the others from the header before any tensor data is read, so an inconsistent file
 /// costs nothing to reject.
+#[doc(hidden)] // reached through `crate::internals` only
 pub fn from_safetensors(f: &SafetensorsFile, rows: Rows) -> Result<Dataset> {
     let path = f.path();
     let n = f.expect_shape("y", true, &[None])?[0];

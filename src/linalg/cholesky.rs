@@ -16,7 +16,7 @@ use faer::{Accum, MatMut};
 use nalgebra::DMatrix;
 
 /// Smallest acceptable reciprocal condition estimate before a matrix is called ill-conditioned.
-pub const RCOND_MIN: f64 = 1e-13;
+pub(crate) const RCOND_MIN: f64 = 1e-13;
 
 /// Size up to which a triangular inverse is faer's out-of-place one on a copy of the block;
 /// larger ones are split in place (see [`invert_lower_in_place`]).
@@ -71,7 +71,7 @@ fn invert_lower_in_place(a: MatMut<'_, f64>) {
 
 /// Lower Cholesky factor of a symmetric matrix without the condition check, `None` if it is
 /// not numerically positive definite (for preconditioners, where any SPD factor will do).
-pub fn try_cholesky(a: DMatrix<f64>) -> Option<DMatrix<f64>> {
+pub(crate) fn try_cholesky(a: DMatrix<f64>) -> Option<DMatrix<f64>> {
     let mut a = a;
     if a.iter().any(|v| !v.is_finite()) {
         return None;
@@ -125,7 +125,7 @@ fn checked_potrf(a: &mut DMatrix<f64>, what: &str) -> Result<()> {
 ///
 /// Errors with [`Error::SingularInformation`] when `a` has non-finite entries, the
 /// factorisation fails (not positive definite) or the estimate `(min r_j / max r_j)^2` of
-/// the equilibrated factor is below [`RCOND_MIN`].
+/// the equilibrated factor is below `RCOND_MIN`.
 pub fn cholesky(a: &DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
     let mut l = a.clone();
     checked_potrf(&mut l, what)?;
@@ -141,7 +141,7 @@ pub fn lower_inverse_in_place(l: &mut DMatrix<f64>) {
 /// Inverse of a symmetric positive-definite matrix via its Cholesky factor (checked as
 /// [`cholesky`]): `a^-1 = L^-T L^-1`, the lower triangle by faer's triangular product, then
 /// mirrored: the result is exactly symmetric.
-pub fn spd_inverse(a: &DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
+pub(crate) fn spd_inverse(a: &DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
     let mut x = cholesky(a, what)?;
     lower_inverse_in_place(&mut x);
     let n = x.nrows();
@@ -187,7 +187,7 @@ fn anti_transpose_lower(a: &mut DMatrix<f64>) {
 /// about `2 d^3 / 3` flops, all in place.
 ///
 /// Errors as [`cholesky`] (the condition check applies to `a`'s reversed factor).
-pub fn spd_inverse_factor(a: DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
+pub(crate) fn spd_inverse_factor(a: DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> {
     let mut a = a;
     anti_transpose_lower(&mut a);
     checked_potrf(&mut a, what)?;
@@ -205,7 +205,7 @@ pub(crate) const RIDGE_START: f64 = 1e-10;
 /// Schur complements of the Newton-CG preconditioners): a ridge of `1e-10` times the mean
 /// diagonal is added and grown 100x until it factorises; past `1e6` times the mean diagonal,
 /// `sqrt(mean diagonal) I`. A preconditioner only sets CG's speed, never the answer.
-pub fn ridged_cholesky(s: DMatrix<f64>) -> DMatrix<f64> {
+pub(crate) fn ridged_cholesky(s: DMatrix<f64>) -> DMatrix<f64> {
     let d = s.nrows();
     let mean_diag = (s.trace() / d as f64).abs().max(f64::MIN_POSITIVE);
     let mut ridge = 0.0;

@@ -35,14 +35,14 @@ mod gram;
 mod packed;
 mod simd;
 
-pub use cholesky::{
-    cholesky, lower_inverse_in_place, ridged_cholesky, spd_inverse, spd_inverse_factor,
-    try_cholesky, RCOND_MIN,
-};
+pub use cholesky::{cholesky, lower_inverse_in_place};
+pub(crate) use cholesky::{ridged_cholesky, spd_inverse, spd_inverse_factor};
 pub(crate) use cholesky::{ridged_inverse_factor, RIDGE_START};
-pub use gram::{gram, gram_f32};
-pub use packed::{lower_matvec, lower_t_matvec, PackedLower};
-pub use simd::{axpy, axpy_f32, dot, dot_f32, has_fma, Element};
+pub use gram::gram;
+pub(crate) use gram::gram_f32;
+pub(crate) use packed::{lower_matvec, lower_t_matvec, PackedLower};
+pub use simd::has_fma;
+pub(crate) use simd::{axpy, dot, dot_f32, Element};
 
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::{Accum, MatMut, MatRef, Par};
@@ -132,7 +132,7 @@ pub fn matmul(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
 }
 
 /// `a^T * b` for column-major `DMatrix`es (see [`matmul`]).
-pub fn matmul_tn(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
+pub(crate) fn matmul_tn(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
     assert_eq!(a.nrows(), b.nrows(), "matmul_tn: inner dimensions differ");
     let mut c = DMatrix::<f64>::zeros(a.ncols(), b.ncols());
     tiled_matmul(&mut c, view(a).transpose(), b);
@@ -244,7 +244,7 @@ pub(crate) fn gemm_tn_rows<T: Scalar>(a: &[T], b: &[T], n: usize, p: usize, q: u
 
 /// `lower(s) += alpha w w^T` (the SYRK update, `w` is `p x k`): only the lower triangle of
 /// `s` (`p x p`) is written; its strict upper triangle is left as it was.
-pub fn lower_rank_update(s: &mut DMatrix<f64>, alpha: f64, w: &DMatrix<f64>) {
+pub(crate) fn lower_rank_update(s: &mut DMatrix<f64>, alpha: f64, w: &DMatrix<f64>) {
     assert_eq!(s.nrows(), w.nrows(), "lower_rank_update: row counts differ");
     let w = view(w);
     triangular::matmul(
@@ -270,7 +270,7 @@ fn mirror_lower<T: Copy>(a: &mut [T], p: usize) {
 }
 
 /// Replaces `a` by `(a + a^T) / 2`.
-pub fn symmetrize(a: &mut DMatrix<f64>) {
+pub(crate) fn symmetrize(a: &mut DMatrix<f64>) {
     let p = a.nrows();
     for i in 0..p {
         for j in 0..i {

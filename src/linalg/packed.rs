@@ -12,7 +12,7 @@ const MATVEC_ROWS: usize = 128;
 
 /// `y = X v` for a lower-triangular `X` (`DMatrix`, column-major, `n x n`). Parallel over
 /// fixed blocks of output rows on the current rayon pool (thread-count independent).
-pub fn lower_matvec(x: &DMatrix<f64>, v: &[f64]) -> Vec<f64> {
+pub(crate) fn lower_matvec(x: &DMatrix<f64>, v: &[f64]) -> Vec<f64> {
     let n = x.nrows();
     let xs = x.as_slice();
     let mut y = vec![0.0; n];
@@ -32,7 +32,7 @@ pub fn lower_matvec(x: &DMatrix<f64>, v: &[f64]) -> Vec<f64> {
 }
 
 /// `y = X^T v` for a lower-triangular `X` (see [`lower_matvec`]).
-pub fn lower_t_matvec(x: &DMatrix<f64>, v: &[f64]) -> Vec<f64> {
+pub(crate) fn lower_t_matvec(x: &DMatrix<f64>, v: &[f64]) -> Vec<f64> {
     let n = x.nrows();
     let xs = x.as_slice();
     let mut y = vec![0.0; n];
@@ -63,7 +63,7 @@ const CHUNK_LANES: usize = 32;
 /// row, zero above the diagonal), so the kernel streams each panel once, contiguously.
 /// About `n^2 / 2` values.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PackedLower {
+pub(crate) struct PackedLower {
     n: usize,
     data: Vec<f64>,
     /// Start of each panel in `data`.
@@ -135,7 +135,7 @@ mod x86_panel {
 
     /// 4 lanes, 8 columns: 8 ymm accumulators.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn avx2(panel: &[f64], xt: &[f64], stride: usize, acc: &mut [f64]) {
+    pub(super) unsafe fn avx2(panel: &[f64], xt: &[f64], stride: usize, acc: &mut [f64]) {
         let rows = panel.len() / PANEL;
         debug_assert!(xt.len() >= (rows.max(1) - 1) * stride + 4);
         let (pa, pl, px) = (acc.as_mut_ptr(), panel.as_ptr(), xt.as_ptr());
@@ -206,13 +206,14 @@ fn panel_group(
 impl PackedLower {
     /// Packs the lower triangle of `l` (`n x n`, column-major; the upper triangle is ignored)
     /// into a new buffer.
-    pub fn new(l: &DMatrix<f64>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(l: &DMatrix<f64>) -> Self {
         Self::from_lower(l.clone())
     }
 
     /// Packs the lower triangle of `l` in place, reusing its buffer (shrunk to the ~`n^2 / 2`
     /// packed values): no second copy of the matrix is ever held.
-    pub fn from_lower(l: DMatrix<f64>) -> Self {
+    pub(crate) fn from_lower(l: DMatrix<f64>) -> Self {
         let n = l.nrows();
         assert_eq!(l.ncols(), n, "PackedLower: the matrix is not square");
         let mut v: Vec<f64> = l.data.into();
@@ -252,7 +253,7 @@ impl PackedLower {
     }
 
     /// The packed matrix as a dense lower-triangular `DMatrix` (zero upper triangle).
-    pub fn to_dense(&self) -> DMatrix<f64> {
+    pub(crate) fn to_dense(&self) -> DMatrix<f64> {
         let n = self.n;
         let mut m = DMatrix::<f64>::zeros(n, n);
         for (q, &start) in self.starts.iter().enumerate() {
@@ -266,11 +267,6 @@ impl PackedLower {
         m
     }
 
-    /// The dimension `n`.
-    pub fn n(&self) -> usize {
-        self.n
-    }
-
     /// `|x_k^T L|^2` for each row `x_k` of the row-major `m x n` matrix `x` (values converted
     /// to `f64` by `get`). Single-threaded. Each row's result depends only on that row (not
     /// on `m`, on the other rows, or on which kernel the CPU runs, beyond FMA or not), so
@@ -278,7 +274,7 @@ impl PackedLower {
     ///
     /// Cost: `m n^2 / 2` multiply-adds; `L` is streamed once per 32 rows, each 8-column panel
     /// in blocks that stay in L1 while every group of 16 rows passes over them.
-    pub fn squared_norms<T: Copy>(&self, x: &[T], get: impl Fn(T) -> f64) -> Vec<f64> {
+    pub(crate) fn squared_norms<T: Copy>(&self, x: &[T], get: impl Fn(T) -> f64) -> Vec<f64> {
         let n = self.n;
         if n == 0 {
             return vec![0.0; x.len()];

@@ -83,7 +83,7 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn dot(a: &[f64], b: &[f64]) -> f64 {
+    pub(super) unsafe fn dot(a: &[f64], b: &[f64]) -> f64 {
         let n = a.len().min(b.len());
         let (pa, pb) = (a.as_ptr(), b.as_ptr());
         let (mut s0, mut s1, mut s2, mut s3) = (
@@ -121,7 +121,7 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn dot_f32(a: &[f64], b: &[f32]) -> f64 {
+    pub(super) unsafe fn dot_f32(a: &[f64], b: &[f32]) -> f64 {
         let n = a.len().min(b.len());
         let (pa, pb) = (a.as_ptr(), b.as_ptr());
         let (mut s0, mut s1, mut s2, mut s3) = (
@@ -165,7 +165,7 @@ mod x86 {
     }
 
     /// Loads 4 consecutive row values as f64 (rows stored as f64 or f32).
-    pub trait Load4: Copy {
+    pub(super) trait Load4: Copy {
         unsafe fn load4(p: *const Self) -> __m256d;
     }
     impl Load4 for f64 {
@@ -184,7 +184,11 @@ mod x86 {
     /// `(a . x0, a . x1)`, each with exactly the operations of `dot` / `dot_f32` (four
     /// accumulators over 16-element steps, then the tail): bit-identical to two single calls.
     #[inline(always)]
-    pub unsafe fn dot2_body<T: Load4 + Into<f64>>(a: &[f64], x0: &[T], x1: &[T]) -> (f64, f64) {
+    pub(super) unsafe fn dot2_body<T: Load4 + Into<f64>>(
+        a: &[f64],
+        x0: &[T],
+        x1: &[T],
+    ) -> (f64, f64) {
         let n = a.len().min(x0.len()).min(x1.len());
         let (pa, p0, p1) = (a.as_ptr(), x0.as_ptr(), x1.as_ptr());
         let z = _mm256_setzero_pd();
@@ -217,7 +221,7 @@ mod x86 {
 
     /// `y += c0 x0` then `y += c1 x1`, element by element: bit-identical to two `axpy` calls.
     #[inline(always)]
-    pub unsafe fn axpy2_body<T: Load4 + Into<f64>>(
+    pub(super) unsafe fn axpy2_body<T: Load4 + Into<f64>>(
         c0: f64,
         x0: &[T],
         c1: f64,
@@ -246,17 +250,23 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn dot2<T: Load4 + Into<f64>>(a: &[f64], x0: &[T], x1: &[T]) -> (f64, f64) {
+    pub(super) unsafe fn dot2<T: Load4 + Into<f64>>(a: &[f64], x0: &[T], x1: &[T]) -> (f64, f64) {
         dot2_body(a, x0, x1)
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn axpy2<T: Load4 + Into<f64>>(c0: f64, x0: &[T], c1: f64, x1: &[T], y: &mut [f64]) {
+    pub(super) unsafe fn axpy2<T: Load4 + Into<f64>>(
+        c0: f64,
+        x0: &[T],
+        c1: f64,
+        x1: &[T],
+        y: &mut [f64],
+    ) {
         axpy2_body(c0, x0, c1, x1, y)
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
+    pub(super) unsafe fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
         let n = x.len().min(y.len());
         let (px, py) = (x.as_ptr(), y.as_mut_ptr());
         let va = _mm256_set1_pd(alpha);
@@ -279,7 +289,7 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn axpy_f32(alpha: f64, x: &[f32], y: &mut [f64]) {
+    pub(super) unsafe fn axpy_f32(alpha: f64, x: &[f32], y: &mut [f64]) {
         let n = x.len().min(y.len());
         let (px, py) = (x.as_ptr(), y.as_mut_ptr());
         let va = _mm256_set1_pd(alpha);
@@ -323,7 +333,7 @@ pub fn has_fma() -> bool {
 /// Dot product of two slices (over the shorter length). Fixed summation order: the result
 /// depends only on the inputs and on whether the CPU has FMA (detected at run time).
 #[inline]
-pub fn dot(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     #[cfg(target_arch = "x86_64")]
     if has_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
@@ -334,7 +344,7 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// `y += alpha * x` (over the shorter length).
 #[inline]
-pub fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
+pub(crate) fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     if has_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
@@ -345,7 +355,7 @@ pub fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
 
 /// Dot product of an `f64` slice with an `f32` slice, accumulated in `f64`.
 #[inline]
-pub fn dot_f32(a: &[f64], b: &[f32]) -> f64 {
+pub(crate) fn dot_f32(a: &[f64], b: &[f32]) -> f64 {
     #[cfg(target_arch = "x86_64")]
     if has_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
@@ -356,7 +366,7 @@ pub fn dot_f32(a: &[f64], b: &[f32]) -> f64 {
 
 /// `y += alpha * x` for an `f32` slice `x` accumulated into `f64`.
 #[inline]
-pub fn axpy_f32(alpha: f64, x: &[f32], y: &mut [f64]) {
+pub(crate) fn axpy_f32(alpha: f64, x: &[f32], y: &mut [f64]) {
     #[cfg(target_arch = "x86_64")]
     if has_fma() {
         // SAFETY: the CPU supports AVX2 and FMA (checked just above).
@@ -367,7 +377,7 @@ pub fn axpy_f32(alpha: f64, x: &[f32], y: &mut [f64]) {
 
 /// Element types a feature matrix may be stored in (`f64`, `f32`). Row kernels take an `f64`
 /// vector and a stored row and accumulate in `f64`.
-pub trait Element: Copy + Send + Sync + 'static {
+pub(crate) trait Element: Copy + Send + Sync + 'static {
     /// `a . row` in `f64`.
     fn dot_row(a: &[f64], row: &[Self]) -> f64;
     /// `y += alpha * row` in `f64`.

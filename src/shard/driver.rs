@@ -46,16 +46,16 @@ use std::time::Instant;
 /// Where the driver's sums come from: every shard's answer to a request, merged in a fixed
 /// order (shard index) so that results do not depend on scheduling.
 pub trait Oracle {
-    /// The summary pass: every shard's [`ShardSummary`], merged by [`merge_summaries`]
+    /// The summary pass: every shard's [`ShardSummary`], merged by `merge_summaries`
     /// (errors name the first mismatched shard).
     fn summary(&mut self) -> Result<ShardSummary>;
     /// Every shard's [`ShardStats`] for `request`, merged in shard-index order
-    /// ([`merge_in_order`]).
+    /// (`merge_in_order`).
     fn compute(&mut self, request: &Request) -> Result<ShardStats>;
 }
 
 /// An [`Oracle`] over shards held in this process: each round computes every shard's answer,
-/// moves it through its byte form ([`ShardStats::to_bytes`], as an engine would) and merges in
+/// moves it through its byte form (`ShardStats::to_bytes`, as an engine would) and merges in
 /// shard order. Records the bytes moved per round.
 #[derive(Debug, Clone)]
 pub struct LocalOracle {

@@ -17,7 +17,7 @@
 //! row count. Merging in a fixed order (shard index) makes the result deterministic; a
 //! different partitioning changes it only by rounding.
 
-pub mod driver;
+pub(crate) mod driver;
 mod wire;
 
 use crate::codes::coded_enum;
@@ -38,7 +38,7 @@ const SCHEMA_VERSION: u32 = 1;
 /// The first pass over a shard: what must agree across shards before they are fitted together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShardSummary {
-    /// Rows (comparisons) in the shard — after [`merge_summaries`], in all shards.
+    /// Rows (comparisons) in the shard — after `merge_summaries`, in all shards.
     pub n: u64,
     /// Reward dimension (length of theta).
     pub d1: u64,
@@ -53,7 +53,7 @@ pub struct ShardSummary {
 impl ShardSummary {
     /// The summary of one shard (no pass over the values: a [`Dataset`] is validated when it
     /// is built).
-    pub fn of(data: &Dataset) -> Self {
+    pub(crate) fn of(data: &Dataset) -> Self {
         let (d1, d2) = (data.d1() as u64, data.d2() as u64);
         let clustered = data.cluster().is_some();
         ShardSummary {
@@ -85,7 +85,7 @@ fn schema_checksum(d1: u64, d2: u64, clustered: bool) -> u32 {
 /// parameters (a single shard may hold fewer); [`Error::DimensionMismatch`]
 /// for d1 = 0 or more than 2^24 parameters, and naming the first shard whose d1, d2 or cluster
 /// flag differs from shard 0's.
-pub fn merge_summaries(summaries: &[ShardSummary]) -> Result<ShardSummary> {
+pub(crate) fn merge_summaries(summaries: &[ShardSummary]) -> Result<ShardSummary> {
     let first = summaries
         .first()
         .ok_or_else(|| Error::invalid("shards", "no shards to fit"))?;
@@ -161,7 +161,7 @@ pub struct Request {
 
 impl Request {
     /// A request for nothing at `params` (set the fields wanted).
-    pub fn at(params: Params) -> Self {
+    pub(crate) fn at(params: Params) -> Self {
         Request {
             params,
             value: false,
@@ -207,15 +207,15 @@ impl Section {
 /// The flags of [`Section`], as the bit tests of the wire format spell them.
 mod section {
     use super::Section;
-    pub const VALUE: u32 = Section::Value.flag();
-    pub const OBSERVED_PRODUCTS: u32 = Section::ObservedProducts.flag();
-    pub const EXPECTED_PRODUCTS: u32 = Section::ExpectedProducts.flag();
-    pub const EXPECTED: u32 = Section::Expected.flag();
-    pub const OBSERVED: u32 = Section::Observed.flag();
-    pub const MEAT: u32 = Section::Meat.flag();
-    pub const CLUSTERS: u32 = Section::Clusters.flag();
+    pub(super) const VALUE: u32 = Section::Value.flag();
+    pub(super) const OBSERVED_PRODUCTS: u32 = Section::ObservedProducts.flag();
+    pub(super) const EXPECTED_PRODUCTS: u32 = Section::ExpectedProducts.flag();
+    pub(super) const EXPECTED: u32 = Section::Expected.flag();
+    pub(super) const OBSERVED: u32 = Section::Observed.flag();
+    pub(super) const MEAT: u32 = Section::Meat.flag();
+    pub(super) const CLUSTERS: u32 = Section::Clusters.flag();
     /// Every section's flag.
-    pub const ALL: u32 = (1 << Section::ALL.len()) - 1;
+    pub(super) const ALL: u32 = (1 << Section::ALL.len()) - 1;
 }
 
 /// One shard's answer to a [`Request`] (or the merged answer of several shards): sums over
@@ -277,7 +277,7 @@ impl ShardStats {
     /// Errors: [`Error::DimensionMismatch`] for parameters or product vectors of the wrong
     /// length, [`Error::NonFinite`] for non-finite ones, [`Error::InvalidArgument`] for
     /// cluster sums on a shard without cluster ids.
-    pub fn compute(data: &Dataset, request: &Request) -> Result<Self> {
+    pub(crate) fn compute(data: &Dataset, request: &Request) -> Result<Self> {
         let (d1, d2, p) = (data.d1(), data.d2(), data.n_params());
         let params = &request.params;
         if params.theta.len() != d1 {
@@ -379,7 +379,7 @@ impl ShardStats {
     ///
     /// Errors: [`Error::DimensionMismatch`] when the two answers differ in dimensions, in the
     /// sections computed or in the number of products (not answers to one request).
-    pub fn merge(&mut self, other: &ShardStats) -> Result<()> {
+    pub(crate) fn merge(&mut self, other: &ShardStats) -> Result<()> {
         if (self.d1, self.d2) != (other.d1, other.d2) {
             return Err(Error::dims(
                 "shard statistics",
@@ -429,7 +429,7 @@ impl ShardStats {
     /// and number of products, and the row count (a missing or doubled shard shows here).
     ///
     /// Errors: [`Error::DimensionMismatch`] naming what differs.
-    pub fn check_answers(&self, request: &Request, n: u64) -> Result<()> {
+    pub(crate) fn check_answers(&self, request: &Request, n: u64) -> Result<()> {
         let (d1, d2) = (request.params.theta.len(), request.params.gamma.len());
         let want = (d1, d2, request.sections(), request.products.len(), n);
         let got = (self.d1, self.d2, self.sections, self.num_products(), self.n);
@@ -443,15 +443,15 @@ impl ShardStats {
     }
 
     /// Reward dimension d1.
-    pub fn d1(&self) -> usize {
+    pub(crate) fn d1(&self) -> usize {
         self.d1
     }
     /// Covariate dimension d2.
-    pub fn d2(&self) -> usize {
+    pub(crate) fn d2(&self) -> usize {
         self.d2
     }
     /// Rows summed over.
-    pub fn n(&self) -> u64 {
+    pub(crate) fn n(&self) -> u64 {
         self.n
     }
     fn p(&self) -> usize {
@@ -467,21 +467,21 @@ impl ShardStats {
         Ok(())
     }
     /// The NLL sum (requested with [`Request::value`]).
-    pub fn nll_sum(&self) -> Result<f64> {
+    pub(crate) fn nll_sum(&self) -> Result<f64> {
         self.has(section::VALUE, "the NLL and gradient sums")?;
         Ok(self.nll)
     }
     /// The gradient sum, stacked theta first (requested with [`Request::value`]).
-    pub fn grad_sum(&self) -> Result<&[f64]> {
+    pub(crate) fn grad_sum(&self) -> Result<&[f64]> {
         self.has(section::VALUE, "the NLL and gradient sums")?;
         Ok(&self.grad)
     }
     /// Number of Hessian-vector products held.
-    pub fn num_products(&self) -> usize {
+    pub(crate) fn num_products(&self) -> usize {
         self.products.len().checked_div(self.p()).unwrap_or(0)
     }
     /// Product `k` (the sum of `M_i v_k` over the rows), length d1 + d2.
-    pub fn product(&self, k: usize) -> Result<&[f64]> {
+    pub(crate) fn product(&self, k: usize) -> Result<&[f64]> {
         let p = self.p();
         self.products.get(k * p..(k + 1) * p).ok_or_else(|| {
             Error::invalid(
@@ -492,30 +492,30 @@ impl ShardStats {
     }
     /// The expected information sum as a symmetric matrix, divided by `divisor`
     /// (the row count for the mean).
-    pub fn expected(&self, divisor: f64) -> Result<DMatrix<f64>> {
+    pub(crate) fn expected(&self, divisor: f64) -> Result<DMatrix<f64>> {
         self.has(section::EXPECTED, "the expected information")?;
         Ok(unpack(&self.expected, self.p(), divisor))
     }
     /// The observed Hessian sum as a symmetric matrix, divided by `divisor`
     /// (the row count for the mean).
-    pub fn observed(&self, divisor: f64) -> Result<DMatrix<f64>> {
+    pub(crate) fn observed(&self, divisor: f64) -> Result<DMatrix<f64>> {
         self.has(section::OBSERVED, "the observed Hessian")?;
         Ok(unpack(&self.observed, self.p(), divisor))
     }
     /// The per-sample score outer-product sum as a symmetric matrix, divided by `divisor`
     /// (the row count for the mean).
-    pub fn meat(&self, divisor: f64) -> Result<DMatrix<f64>> {
+    pub(crate) fn meat(&self, divisor: f64) -> Result<DMatrix<f64>> {
         self.has(section::MEAT, "the score outer products")?;
         Ok(unpack(&self.meat, self.p(), divisor))
     }
     /// The score sums per cluster id, in increasing id order.
-    pub fn clusters(&self) -> Result<&BTreeMap<i64, Vec<f64>>> {
+    pub(crate) fn clusters(&self) -> Result<&BTreeMap<i64, Vec<f64>>> {
         self.has(section::CLUSTERS, "the per-cluster score sums")?;
         Ok(&self.clusters)
     }
     /// The clustered meat `sum_c S_c S_c^T` (clusters in increasing id order) divided by
     /// `divisor`: formed after every shard's cluster sums were added by id.
-    pub fn cluster_meat(&self, divisor: f64) -> Result<DMatrix<f64>> {
+    pub(crate) fn cluster_meat(&self, divisor: f64) -> Result<DMatrix<f64>> {
         let sums: Vec<&Vec<f64>> = self.clusters()?.values().collect();
         let p = self.p();
         Ok(crate::linalg::gram(sums.len(), p, divisor, |c, out| {
@@ -528,7 +528,7 @@ impl ShardStats {
 /// so results do not depend on which shard finished first).
 ///
 /// Errors: [`Error::InvalidArgument`] for no answers; [`ShardStats::merge`]'s, naming the shard.
-pub fn merge_in_order(stats: Vec<ShardStats>) -> Result<ShardStats> {
+pub(crate) fn merge_in_order(stats: Vec<ShardStats>) -> Result<ShardStats> {
     let mut it = stats.into_iter();
     let mut total = it
         .next()

@@ -25,7 +25,7 @@ use crate::model::Params;
 
 const MAGIC: &[u8; 8] = b"HRSHARD\0";
 /// The format version written; the only one read.
-pub const VERSION: u32 = 1;
+pub(super) const VERSION: u32 = 1;
 /// Largest `d1 + d2` read (far above any model this library fits; keeps sizes from
 /// overflowing).
 pub(crate) const MAX_PARAMS: u64 = 1 << 24;
@@ -40,7 +40,7 @@ fn bad(detail: impl Into<String>) -> Error {
 
 impl ShardStats {
     /// The statistics as bytes (see the format above), to move between processes.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let p = self.p();
         let floats = 1
             + self.grad.len()
@@ -87,7 +87,7 @@ impl ShardStats {
     /// Errors: [`Error::Format`] naming what is wrong — too short, not shard statistics (magic),
     /// another format version, a checksum mismatch (damaged bytes), unknown sections, a length
     /// that does not match the header, or cluster ids out of order.
-    pub fn from_bytes(bytes: &[u8]) -> Result<ShardStats> {
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Result<ShardStats> {
         let mut r = Reader::open(bytes, MAGIC, HEADER, "shard statistics", &|d: &str| bad(d))?;
         let (d1, d2) = (r.u64(), r.u64());
         let sections = r.u32();
@@ -177,7 +177,7 @@ const REQUEST_WHAT: &str = "<shard request>";
 impl Request {
     /// The sections this request asks for (the bits of [`ShardStats`]' wire format; also the
     /// C API's `HETREWARD_SHARD_*` values).
-    pub fn sections(&self) -> u32 {
+    pub(crate) fn sections(&self) -> u32 {
         let products = match self.curvature {
             Curvature::Observed => section::OBSERVED_PRODUCTS,
             Curvature::Expected => section::EXPECTED_PRODUCTS,
@@ -199,7 +199,7 @@ impl Request {
     /// little-endian): magic `HRSHREQ\0`, version u32, d1 u64, d2 u64, sections u32, the
     /// number of product vectors k u64, theta (d1 f64), gamma (d2 f64), the vectors
     /// (k (d1 + d2) f64, row by row), CRC-32 of every byte before it.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let (d1, d2) = (self.params.theta.len(), self.params.gamma.len());
         let floats = d1 + d2 + self.products.len() * (d1 + d2);
         let mut out = Vec::with_capacity(REQUEST_HEADER + 8 * floats + 4);
@@ -224,7 +224,7 @@ impl Request {
     /// another format version, a checksum mismatch, unknown or contradictory sections,
     /// product vectors without a product section (or the reverse), a length that does not
     /// match the header. (Values are checked where they are used: [`ShardStats::compute`].)
-    pub fn from_bytes(bytes: &[u8]) -> Result<Request> {
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Result<Request> {
         let bad = |detail: String| Error::format(REQUEST_WHAT, detail);
         let mut r = Reader::open(
             bytes,
