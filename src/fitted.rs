@@ -368,10 +368,7 @@ impl RewardModel {
         self.calibration.rule().theta_intervals(
             &estimates,
             || self.reward_se_batch(phis),
-            |k| {
-                self.calibration
-                    .theta_projections(&phis[k * d1..(k + 1) * d1])
-            },
+            || crate::linalg::project_rows(phis, d1, self.calibration.theta_draws()),
             alpha,
         )
     }
@@ -386,7 +383,9 @@ impl RewardModel {
                     estimate: self.reward(phi),
                     target: Target::Theta,
                     wald_se: || self.reward_se(phi),
-                    draws: || self.calibration.theta_projections(phi),
+                    draws: || {
+                        crate::linalg::project_rows(phi, self.d1(), self.calibration.theta_draws())
+                    },
                 },
                 alpha,
             )

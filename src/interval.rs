@@ -210,13 +210,15 @@ impl Rule {
         }
     }
 
-    /// Intervals of many reward functionals at once: `estimates[k]`, the Wald SEs of all of
-    /// them (`wald_ses`, one batched pass) or the draws of each (`draws(k)`), as the rule needs.
+    /// Intervals of many reward functionals at once: `estimates[k]`, and as the rule needs
+    /// the Wald SEs of all of them (`wald_ses`, one batched pass) or their values at every
+    /// draw (`draws`: `m x B` row-major, one blocked product, e.g. [`crate::linalg`]'s
+    /// `project_rows`).
     pub(crate) fn theta_intervals(
         &self,
         estimates: &[f64],
         wald_ses: impl FnOnce() -> Vec<f64>,
-        draws: impl Fn(usize) -> Vec<f64> + Sync,
+        draws: impl FnOnce() -> Vec<f64>,
         alpha: f64,
     ) -> Vec<RewardInterval> {
         use rayon::prelude::*;
@@ -230,13 +232,15 @@ impl Rule {
                     .collect()
             }
             Rule::Percentile | Rule::Resized { .. } | Rule::Jackknife { .. } => {
+                let values = draws();
+                let reps = values.len() / estimates.len().max(1);
                 let one = |k: usize| {
                     self.estimate(
                         Functional {
                             estimate: estimates[k],
                             target: Target::Theta,
                             wald_se: || unreachable!("a draws rule asks for no Wald SE"),
-                            draws: || draws(k),
+                            draws: || values[k * reps..(k + 1) * reps].to_vec(),
                         },
                         alpha,
                     )
