@@ -360,8 +360,9 @@ impl RewardModel {
 
     /// Reward intervals of `m` row-major feature vectors under the model's interval method
     /// (unchecked input; `alpha` in (0, 1)). Wald: see [`RewardModel::reward_se_batch`] for
-    /// threading; bootstrap methods: `O(B d1)` per row, spread over the current rayon pool
-    /// above 64 rows.
+    /// threading; draws methods: every row's values at every draw as one blocked GEMM
+    /// (`linalg::project_rows`: the same values alone or in any batch, on any thread count),
+    /// spread over the current rayon pool above 64 rows, as are the intervals.
     pub fn reward_intervals(&self, phis: &[f64], alpha: f64) -> Vec<RewardInterval> {
         let d1 = self.d1();
         let estimates: Vec<f64> = phis.chunks_exact(d1).map(|phi| self.reward(phi)).collect();
