@@ -1,20 +1,32 @@
-//! The C API's pBoN call as users make it (BENCHMARKS.md, "pBoN through the C API").
+//! The C API's pBoN call as users make it, against numpy in the same run (BENCHMARKS.md,
+//! "pBoN through the C API").
 //!
 //! ```text
 //! cargo bench --bench select_capi -- [--n N] [--d1 D1] [--d2 D2] [--prompts P] [--reps R]
+//!     [--draws B] [--threads T] [--rounds K] [--no-numpy]
 //! ```
 //!
 //! Fits a Wald model on `sim::high_dimensional` data (default: the paper's shape, n = 33,845,
-//! d1 = 2048, d2 = 38; 2 threads), hands it to the C API (`hetreward_model_load_buffer`) and
-//! times one `hetreward_model_select` of 128 `f32` candidates (drawn as the training z are)
-//! on the calling thread, two ways in the same run, interleaved prompt by prompt:
+//! d1 = 2048, d2 = 38; 2 threads), and makes a percentile-bootstrap model of it with `B`
+//! (default 400) draws `theta_hat + L z_b`, `z_b ~ N(0, I)` (the Wald posterior: the timing
+//! does not depend on how the draws were made, only on B and d1). Both go through the C API
+//! (`hetreward_model_load_buffer`); each prompt's 128 `f32` candidates (drawn as the training
+//! z are) are selected by `hetreward_model_select` on the calling thread (inside a rayon pool
+//! of T threads when `--threads T > 1`), interleaved call by call:
 //!
-//! * with `out_candidates` (every candidate's figures: every SE is computed, which is what
-//!   the call always did before the pruned path reached it);
-//! * with `out_candidates` NULL (only the index: the pruned search of `select::select_best`).
+//! * Wald, `out_candidates` given (every SE) and NULL (the pruned search of
+//!   `select::select_best`);
+//! * bootstrap, `out_candidates` NULL (every candidate's values at every draw as one blocked
+//!   GEMM since issue 23), and the row-by-row path before issue 23 (each candidate's `B` dot
+//!   products, `Calibration::theta_projections`, then its quantile), recreated here.
 //!
-//! Both must choose the same index for every prompt (checked). A measurement tool, not a test.
+//! Then, each round, `bench/select_numpy.py` times the same prompts in numpy with T BLAS
+//! threads (all-SE Wald; bootstrap quantiles after an f64 and an f32 GEMM) and the ratios are
+//! printed per round and as medians over the rounds. Every way must choose the same index on
+//! every prompt (checked; numpy's f32 GEMM is reported, not checked). A measurement tool, not
+//! a test.
 
+use hetreward::calibrate::{Calibration, IntervalMethod};
 use hetreward::fit::{FitControl, FitOptions};
 use hetreward::inference::CovarianceKind;
 use hetreward::internals::ffi::{
@@ -25,13 +37,81 @@ use hetreward::io::model_file;
 use hetreward::select::{select_best, Policy};
 use hetreward::sim::{high_dimensional, rng};
 use hetreward::RewardModel;
+use nalgebra::DMatrix;
 use rand::Rng;
 use rand_distr::StandardNormal;
 use std::time::Instant;
 
+const CANDIDATES: usize = 128;
+const ALPHA: f64 = 0.05;
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+fn load(model: &RewardModel) -> *mut hetreward_model {
+    let bytes = model_file::to_bytes(model);
+    let mut handle: *mut hetreward_model = std::ptr::null_mut();
+    let s = hetreward_model_load_buffer(bytes.as_ptr(), bytes.len(), &mut handle);
+    assert_eq!(s, hetreward_status::HETREWARD_OK);
+    handle
+}
+
+/// One `hetreward_model_select` of the prompt's candidates: seconds and the index.
+fn call(handle: *mut hetreward_model, phi: &[f32], out: *mut hetreward_candidate) -> (f64, usize) {
+    let mut index = usize::MAX;
+    let t = Instant::now();
+    let s = hetreward_model_select(
+        handle,
+        phi.as_ptr(),
+        CANDIDATES,
+        phi.len() / CANDIDATES,
+        std::ptr::null(),
+        ALPHA,
+        HETREWARD_POLICY_PBON,
+        &mut index,
+        out,
+    );
+    let dt = t.elapsed().as_secs_f64();
+    assert_eq!(s, hetreward_status::HETREWARD_OK);
+    (dt, index)
+}
+
+/// The percentile-bootstrap pBoN before issue 23: per candidate, `B` dot products with the
+/// draws (`theta_projections`), sorted, the `alpha/2` quantile (type 7) and the draws' SD.
+fn row_by_row(model: &RewardModel, phi: &[f32]) -> (f64, usize) {
+    use rayon::prelude::*;
+    let t = Instant::now();
+    let d1 = model.d1();
+    let rows: Vec<f64> = phi.iter().map(|&x| f64::from(x)).collect();
+    let one = |k: usize| {
+        let mut v = model
+            .calibration()
+            .theta_projections(&rows[k * d1..(k + 1) * d1]);
+        let m = v.iter().sum::<f64>() / v.len() as f64;
+        let sd = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>();
+        v.sort_unstable_by(f64::total_cmp);
+        let h = (v.len() - 1) as f64 * ALPHA / 2.0;
+        let lo = h.floor() as usize;
+        (v[lo] + (h - lo as f64) * (v[lo + 1] - v[lo]), sd)
+    };
+    let lower: Vec<(f64, f64)> = if rayon::current_thread_index().is_some() {
+        (0..CANDIDATES).into_par_iter().map(one).collect()
+    } else {
+        (0..CANDIDATES).map(one).collect()
+    };
+    let mut index = 0;
+    for k in 1..CANDIDATES {
+        if lower[k].0 > lower[index].0 {
+            index = k;
+        }
+    }
+    (t.elapsed().as_secs_f64(), index)
+}
+
+fn write(path: &std::path::Path, bytes: impl Iterator<Item = u8>) {
+    std::fs::write(path, bytes.collect::<Vec<u8>>()).unwrap();
 }
 
 fn main() {
@@ -44,15 +124,20 @@ fn main() {
             .unwrap_or(d)
     };
     let (n, d1, d2) = (value("--n", 33_845), value("--d1", 2048), value("--d2", 38));
-    let (prompts, reps) = (value("--prompts", 20), value("--reps", 5));
-    const CANDIDATES: usize = 128;
+    let (prompts, reps) = (value("--prompts", 10), value("--reps", 5));
+    let (b, threads, rounds) = (
+        value("--draws", 400),
+        value("--threads", 1),
+        value("--rounds", 3),
+    );
+    let numpy = !args.iter().any(|a| a == "--no-numpy");
     let t = Instant::now();
     let (data, _) = high_dimensional(n, d1, d2, 11);
     let options = FitOptions {
         threads: 2,
         ..FitOptions::default()
     };
-    let model = RewardModel::estimate(
+    let wald = RewardModel::estimate(
         &data,
         &options,
         CovarianceKind::Expected,
@@ -60,66 +145,233 @@ fn main() {
     )
     .expect("fit");
     println!(
-        "# pBoN through the C API: n = {n}, d1 = {d1}, d2 = {d2}; fitted in {:.1} s",
+        "# pBoN through the C API: n = {n}, d1 = {d1}, d2 = {d2}, B = {b}, {threads} thread(s); \
+         fitted in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    let bytes = model_file::to_bytes(&model);
-    let mut handle: *mut hetreward_model = std::ptr::null_mut();
-    let s = hetreward_model_load_buffer(bytes.as_ptr(), bytes.len(), &mut handle);
-    assert_eq!(s, hetreward_status::HETREWARD_OK);
     let mut r = rng(5);
-    let mut figures = vec![hetreward_candidate_zero(); CANDIDATES];
-    let (mut every, mut pruned) = (Vec::new(), Vec::new());
-    let mut agree = true;
-    let mut se_computed = 0;
-    for _ in 0..prompts {
-        let phi: Vec<f32> = (0..CANDIDATES * d1)
-            .map(|_| r.sample::<f32, _>(StandardNormal))
-            .collect();
-        let call = |out: *mut hetreward_candidate| -> (f64, usize) {
-            let mut index = usize::MAX;
-            let t = Instant::now();
-            let s = hetreward_model_select(
-                handle,
-                phi.as_ptr(),
-                CANDIDATES,
-                d1,
-                std::ptr::null(),
-                0.05,
-                HETREWARD_POLICY_PBON,
-                &mut index,
-                out,
+    let l = wald.theta_cov_factor().clone();
+    let z = DMatrix::<f64>::from_fn(d1, b, |_, _| r.sample(StandardNormal));
+    let lz = hetreward::internals::linalg::matmul(&l, &z);
+    let theta_draws: Vec<f32> = (0..b)
+        .flat_map(|j| (0..d1).map(move |i| (j, i)))
+        .map(|(j, i)| (wald.theta()[i] + lz[(i, j)]) as f32)
+        .collect();
+    let cal = Calibration::from_parts(
+        IntervalMethod::Bootstrap,
+        IntervalMethod::Bootstrap,
+        b,
+        1,
+        0,
+        [1.0; 3],
+        vec![0.0; d2],
+        theta_draws.clone(),
+        vec![0.0; b * d2],
+        d1,
+        d2,
+    )
+    .expect("calibration");
+    let boot = wald.clone().with_calibration(cal).expect("bootstrap model");
+    let (h_wald, h_boot) = (load(&wald), load(&boot));
+    let phis: Vec<Vec<f32>> = (0..prompts)
+        .map(|_| {
+            (0..CANDIDATES * d1)
+                .map(|_| r.sample::<f32, _>(StandardNormal))
+                .collect()
+        })
+        .collect();
+    let dir = std::env::temp_dir().join(format!("select_capi_{}", std::process::id()));
+    if numpy {
+        std::fs::create_dir_all(&dir).unwrap();
+        let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        write(&dir.join("phi.f32"), phis.iter().flat_map(|p| f32s(p)));
+        write(&dir.join("draws.f32"), f32s(&theta_draws).into_iter());
+        write(
+            &dir.join("theta.f64"),
+            wald.theta().iter().flat_map(|x| x.to_le_bytes()),
+        );
+        // Row-major L.
+        write(
+            &dir.join("L.f64"),
+            l.transpose().iter().flat_map(|x| x.to_le_bytes()),
+        );
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    // Raw handles are not Send: the pool's closure carries their addresses.
+    let (a_wald, a_boot) = (h_wald as usize, h_boot as usize);
+    let se_computed: usize = phis
+        .iter()
+        .map(|p| {
+            select_best(&wald, p, None, ALPHA, Policy::Pbon)
+                .unwrap()
+                .se_computed
+        })
+        .sum();
+    let names = [
+        "Wald, every SE (out_candidates given)",
+        "Wald, pruned (out_candidates NULL)",
+        "bootstrap, blocked GEMM (issue 23)",
+        "bootstrap, row by row (before)",
+    ];
+    let mut per_round: Vec<[f64; 4]> = Vec::new();
+    let mut numpy_rounds: Vec<[f64; 3]> = Vec::new();
+    for round in 0..rounds {
+        let body = || {
+            let (h_wald, h_boot) = (
+                a_wald as *mut hetreward_model,
+                a_boot as *mut hetreward_model,
             );
-            let dt = t.elapsed().as_secs_f64();
-            assert_eq!(s, hetreward_status::HETREWARD_OK);
-            (dt, index)
+            let mut figures = vec![hetreward_candidate_zero(); CANDIDATES];
+            let mut times: [Vec<f64>; 4] = Default::default();
+            let mut picks = vec![[0usize; 4]; prompts];
+            for (g, phi) in phis.iter().enumerate() {
+                for _ in 0..reps {
+                    let all = [
+                        call(h_wald, phi, figures.as_mut_ptr()),
+                        call(h_wald, phi, std::ptr::null_mut()),
+                        call(h_boot, phi, std::ptr::null_mut()),
+                        row_by_row(&boot, phi),
+                    ];
+                    for (w, (dt, i)) in all.into_iter().enumerate() {
+                        times[w].push(dt);
+                        picks[g][w] = i;
+                    }
+                }
+            }
+            (times, picks)
         };
-        se_computed += select_best(&model, &phi, None, 0.05, Policy::Pbon)
-            .expect("select_best")
-            .se_computed;
-        for _ in 0..reps {
-            let (t_all, i_all) = call(figures.as_mut_ptr());
-            let (t_pruned, i_pruned) = call(std::ptr::null_mut());
-            every.push(t_all);
-            pruned.push(t_pruned);
-            agree &= i_all == i_pruned;
+        let (times, picks) = if threads > 1 {
+            pool.install(body)
+        } else {
+            body()
+        };
+        for (g, p) in picks.iter().enumerate() {
+            assert_eq!(
+                p[0], p[1],
+                "prompt {g}: the pruned call chose another index"
+            );
+            assert_eq!(p[2], p[3], "prompt {g}: the GEMM path chose another index");
+        }
+        let med = times.map(median);
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+        println!(
+            "\nround {} (load {}), median of {} calls each:",
+            round + 1,
+            load.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" "),
+            prompts * reps
+        );
+        for (name, m) in names.iter().zip(med) {
+            println!("  {name:44} {:8.3} ms", 1e3 * m);
+        }
+        per_round.push(med);
+        if numpy {
+            let out = std::process::Command::new("python3")
+                .arg(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/bench/select_numpy.py"
+                ))
+                .arg(&dir)
+                .args(["--d1", &d1.to_string(), "--n", &CANDIDATES.to_string()])
+                .args(["--reps", &b.to_string(), "--threads", &threads.to_string()])
+                .args(["--calls", &reps.to_string()])
+                .output()
+                .expect("python3");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("numpy json");
+            let ms = |k: &str| v[k].as_f64().unwrap() / 1e3;
+            let index = |k: &str| -> Vec<usize> {
+                v[k].as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| i.as_u64().unwrap() as usize)
+                    .collect()
+            };
+            for (g, p) in picks.iter().enumerate() {
+                assert_eq!(
+                    index("wald_index")[g],
+                    p[1],
+                    "prompt {g}: numpy's Wald choice"
+                );
+                assert_eq!(
+                    index("draws64_index")[g],
+                    p[2],
+                    "prompt {g}: numpy's choice"
+                );
+            }
+            let same32 = index("draws32_index")
+                .iter()
+                .zip(&picks)
+                .filter(|(a, p)| **a == p[2])
+                .count();
+            let np = [ms("wald_ms"), ms("draws64_ms"), ms("draws32_ms")];
+            println!(
+                "  numpy all-SE Wald ({})                  {:8.3} ms -> pruned {:.1}x, every SE {:.1}x",
+                v["wald_kernel"].as_str().unwrap_or("?"),
+                1e3 * np[0],
+                np[0] / med[1],
+                np[0] / med[0]
+            );
+            println!(
+                "  numpy f64 GEMM + np.quantile               {:8.3} ms -> GEMM path {:.1}x, row by row {:.1}x",
+                1e3 * np[1],
+                np[1] / med[2],
+                np[1] / med[3]
+            );
+            println!(
+                "  numpy f32 GEMM + np.quantile               {:8.3} ms -> GEMM path {:.1}x ({same32} of {prompts} same choice)",
+                1e3 * np[2],
+                np[2] / med[2]
+            );
+            numpy_rounds.push(np);
         }
     }
-    hetreward_model_free(handle);
-    let (a, b) = (median(every), median(pruned));
+    hetreward_model_free(h_wald);
+    hetreward_model_free(h_boot);
+    let _ = std::fs::remove_dir_all(&dir);
+    let col = |v: &[[f64; 4]], i: usize| median(v.iter().map(|r| r[i]).collect());
+    println!("\nmedians over {rounds} rounds:");
     println!(
-        "hetreward_model_select, {CANDIDATES} candidates, 1 thread, median of {} calls:",
-        prompts * reps
+        "  Wald pruned {:.3} ms, every SE {:.3} ms; bootstrap GEMM {:.3} ms, row by row {:.3} ms \
+         ({:.1}x)",
+        1e3 * col(&per_round, 1),
+        1e3 * col(&per_round, 0),
+        1e3 * col(&per_round, 2),
+        1e3 * col(&per_round, 3),
+        col(&per_round, 3) / col(&per_round, 2)
     );
-    println!("  with out_candidates (every SE)    {:8.3} ms", 1e3 * a);
-    println!("  out_candidates NULL (pruned)      {:8.3} ms", 1e3 * b);
-    println!("  ratio                             {:8.1}x", a / b);
-    println!("  same index on every prompt: {agree}");
+    if numpy {
+        let ratio = |np: usize, ours: usize| {
+            median(
+                numpy_rounds
+                    .iter()
+                    .zip(&per_round)
+                    .map(|(a, b)| a[np] / b[ours])
+                    .collect(),
+            )
+        };
+        println!(
+            "  vs numpy (median of per-round ratios): Wald pruned {:.1}x all-SE; bootstrap GEMM \
+             {:.1}x numpy f64, {:.1}x numpy f32; row by row {:.1}x numpy f64",
+            ratio(0, 1),
+            ratio(1, 2),
+            ratio(2, 2),
+            ratio(1, 3)
+        );
+    }
     println!(
         "  SEs computed by the pruned search: {:.1} of {CANDIDATES} per prompt (mean)",
         se_computed as f64 / prompts as f64
     );
-    assert!(agree, "the pruned call chose another index");
 }
 
 fn hetreward_candidate_zero() -> hetreward_candidate {

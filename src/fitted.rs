@@ -365,18 +365,16 @@ impl RewardModel {
 
     /// Reward intervals of `m` row-major feature vectors under the model's interval method
     /// (unchecked input; `alpha` in (0, 1)). Wald: see [`RewardModel::reward_se_batch`] for
-    /// threading; bootstrap methods: `O(B d1)` per row, spread over the current rayon pool
-    /// above 64 rows.
+    /// threading; draws methods: every row's values at every draw as one blocked GEMM
+    /// (`linalg::project_rows`: the same values alone or in any batch, on any thread count),
+    /// spread over the current rayon pool above 64 rows, as are the intervals.
     pub(crate) fn reward_intervals(&self, phis: &[f64], alpha: f64) -> Vec<RewardInterval> {
         let d1 = self.d1();
         let estimates: Vec<f64> = phis.chunks_exact(d1).map(|phi| self.reward(phi)).collect();
         self.calibration.rule().theta_intervals(
             &estimates,
             || self.reward_se_batch(phis),
-            |k| {
-                self.calibration
-                    .theta_projections(&phis[k * d1..(k + 1) * d1])
-            },
+            || crate::linalg::project_rows(phis, d1, self.calibration.theta_draws()),
             alpha,
         )
     }
@@ -392,7 +390,9 @@ impl RewardModel {
                     estimate: self.reward(phi),
                     target: Target::Theta,
                     wald_se: || self.reward_se(phi),
-                    draws: || self.calibration.theta_projections(phi),
+                    draws: || {
+                        crate::linalg::project_rows(phi, self.d1(), self.calibration.theta_draws())
+                    },
                 },
                 alpha,
             )

@@ -168,15 +168,14 @@ impl Rule {
             Rule::Percentile => {
                 let mut v = (f.draws)();
                 let sd = sample_sd(&v);
-                v.sort_unstable_by(f64::total_cmp);
                 let below = v.iter().filter(|&&x| x <= 0.0).count();
                 let above = v.iter().filter(|&&x| x >= 0.0).count();
                 Estimate {
                     interval: RewardInterval {
                         reward: f.estimate,
                         se: sd,
-                        lower: quantile_sorted(&v, alpha / 2.0),
-                        upper: quantile_sorted(&v, 1.0 - alpha / 2.0),
+                        lower: quantile_unsorted(&mut v, alpha / 2.0),
+                        upper: quantile_unsorted(&mut v, 1.0 - alpha / 2.0),
                     },
                     p_value: (2.0 * below.min(above) as f64 / v.len().max(1) as f64).min(1.0),
                 }
@@ -210,13 +209,15 @@ impl Rule {
         }
     }
 
-    /// Intervals of many reward functionals at once: `estimates[k]`, the Wald SEs of all of
-    /// them (`wald_ses`, one batched pass) or the draws of each (`draws(k)`), as the rule needs.
+    /// Intervals of many reward functionals at once: `estimates[k]`, and as the rule needs
+    /// the Wald SEs of all of them (`wald_ses`, one batched pass) or their values at every
+    /// draw (`draws`: `m x B` row-major, one blocked product, e.g. [`crate::linalg`]'s
+    /// `project_rows`).
     pub(crate) fn theta_intervals(
         &self,
         estimates: &[f64],
         wald_ses: impl FnOnce() -> Vec<f64>,
-        draws: impl Fn(usize) -> Vec<f64> + Sync,
+        draws: impl FnOnce() -> Vec<f64>,
         alpha: f64,
     ) -> Vec<RewardInterval> {
         use rayon::prelude::*;
@@ -230,13 +231,15 @@ impl Rule {
                     .collect()
             }
             Rule::Percentile | Rule::Resized { .. } | Rule::Jackknife { .. } => {
+                let values = draws();
+                let reps = values.len() / estimates.len().max(1);
                 let one = |k: usize| {
                     self.estimate(
                         Functional {
                             estimate: estimates[k],
                             target: Target::Theta,
                             wald_se: || unreachable!("a draws rule asks for no Wald SE"),
-                            draws: || draws(k),
+                            draws: || values[k * reps..(k + 1) * reps].to_vec(),
                         },
                         alpha,
                     )
@@ -322,6 +325,17 @@ pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
+/// [`quantile_sorted`] of values in any order, by selection (`O(B)`, reordering `values`):
+/// the same order statistics, hence the same value, as sorting them first.
+pub(crate) fn quantile_unsorted(values: &mut [f64], p: f64) -> f64 {
+    let h = (values.len() - 1) as f64 * p.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    let (_, &mut low, rest) = values.select_nth_unstable_by(lo, f64::total_cmp);
+    // The next order statistic is the least of those above (the last one's own).
+    let high = rest.iter().copied().min_by(f64::total_cmp).unwrap_or(low);
+    low + (h - lo as f64) * (high - low)
+}
+
 /// The one result check of every interval path (reward, difference, coefficient, rationality,
 /// selection bound, under every method): an estimate, SE, bound, p-value or score that is not
 /// finite is bad input naming `arg` (what caused it: `phi`, `psi`, `model`, ...) with
@@ -357,6 +371,32 @@ pub(crate) fn check_features_result(arg: &str, row: usize, values: &[f64]) -> Re
 mod tests {
     use crate::calibrate::{Calibration, IntervalMethod};
     use crate::select::{compare, select, select_best, DiffMethod, Policy};
+
+    /// Selection gives the sorted quantile exactly, ties, signed zeros and ends included.
+    #[test]
+    fn quantiles_by_selection_are_the_sorted_quantiles() {
+        use super::{quantile_sorted, quantile_unsorted};
+        let mut state = 17u64;
+        for n in [1, 2, 3, 7, 400, 401] {
+            let v: Vec<f64> = (0..n)
+                .map(|i| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    match i % 5 {
+                        0 => 0.0,
+                        1 => -0.0,
+                        _ => ((state >> 40) % 9) as f64 - 4.0 + (state >> 60) as f64 / 7.0,
+                    }
+                })
+                .collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable_by(f64::total_cmp);
+            for p in [0.0, 1e-3, 0.025, 0.1, 0.5, 0.975, 0.999, 1.0] {
+                let want = quantile_sorted(&sorted, p);
+                let got = quantile_unsorted(&mut v.clone(), p);
+                assert_eq!(got.to_bits(), want.to_bits(), "n {n} p {p}");
+            }
+        }
+    }
 
     /// The one result check is on every interval path (issue 22, item 2): a calibration whose
     /// figures are finite but extreme (alpha_hat = 1e-310, a gamma bias of 1e308) makes every

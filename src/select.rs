@@ -340,11 +340,7 @@ pub fn select_best<T: Copy + Into<f64>>(
         model.calibration().rule().theta_intervals(
             &estimates,
             || model.reward_se_batch(&batch_rows),
-            |i| {
-                model
-                    .calibration()
-                    .theta_projections(&batch_rows[i * d1..(i + 1) * d1])
-            },
+            || crate::linalg::project_rows(&batch_rows, d1, model.calibration().theta_draws()),
             alpha,
         )
     };
@@ -537,6 +533,84 @@ mod tests {
             let one = model.score(&wide, 0.05).unwrap();
             assert_eq!(one, batch[k]);
             assert_eq!(one, chosen.candidates[k].interval);
+        }
+    }
+    /// The blocked GEMM over candidates x draws (`linalg::project_rows`, what every draws
+    /// rule now uses) gives the intervals of the row-by-row dot products
+    /// (`Calibration::theta_projections`, the path before issue 23) under every rule: bounds
+    /// equal within 1e-12 of the rewards' scale, the same pBoN choice. At the paper's B = 400
+    /// with d1 large enough for faer's blocking, 128 candidates drawn as `f32` (as the C API
+    /// hands them over).
+    #[test]
+    fn gemm_projections_give_the_row_by_row_intervals_under_every_rule() {
+        use crate::interval::{Functional, Rule, Target};
+        let (d1, reps, n_cand) = (300, 400, 128);
+        let mut next = uniform(23);
+        let draws: Vec<f32> = (0..reps * d1).map(|_| (next() - 0.5) as f32).collect();
+        let rows: Vec<f64> = (0..n_cand * d1)
+            .map(|_| f64::from((4.0 * (next() - 0.5)) as f32))
+            .collect();
+        let estimates: Vec<f64> = (0..n_cand).map(|_| next() - 0.5).collect();
+        let row_by_row = |k: usize| -> Vec<f64> {
+            draws
+                .chunks_exact(d1)
+                .map(|theta| crate::linalg::dot_f32(&rows[k * d1..(k + 1) * d1], theta))
+                .collect()
+        };
+        let scale = 1e-12 * row_by_row(0).iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for rule in [
+            Rule::Percentile,
+            Rule::Resized { alpha_hat: 0.7 },
+            Rule::Jackknife { df: 39.0 },
+        ] {
+            for alpha in [0.05, 0.2, 1e-3] {
+                let gemm = rule.theta_intervals(
+                    &estimates,
+                    || unreachable!(),
+                    || crate::linalg::project_rows(&rows, d1, &draws),
+                    alpha,
+                );
+                let mut chosen = [0usize; 2];
+                for (k, g) in gemm.iter().enumerate() {
+                    let old = rule
+                        .estimate(
+                            Functional {
+                                estimate: estimates[k],
+                                target: Target::Theta,
+                                wald_se: || unreachable!(),
+                                draws: || row_by_row(k),
+                            },
+                            alpha,
+                        )
+                        .interval;
+                    for (a, b) in [(g.reward, old.reward), (g.se, old.se)]
+                        .into_iter()
+                        .chain([(g.lower, old.lower), (g.upper, old.upper)])
+                    {
+                        assert!((a - b).abs() <= scale, "{rule:?} {alpha} {k}: {a} vs {b}");
+                    }
+                    if g.lower > gemm[chosen[0]].lower {
+                        chosen[0] = k;
+                    }
+                }
+                let old_lower: Vec<f64> = (0..n_cand)
+                    .map(|k| {
+                        rule.theta_intervals(
+                            &estimates[k..=k],
+                            || unreachable!(),
+                            || row_by_row(k),
+                            alpha,
+                        )[0]
+                        .lower
+                    })
+                    .collect();
+                for k in 1..n_cand {
+                    if old_lower[k] > old_lower[chosen[1]] {
+                        chosen[1] = k;
+                    }
+                }
+                assert_eq!(chosen[0], chosen[1], "{rule:?} {alpha}");
+            }
         }
     }
 }
