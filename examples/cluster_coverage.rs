@@ -33,7 +33,7 @@
 //! left out. Seeds are fixed: dataset `r` of design `(G, M, tau)` has seed
 //! `20_000_000 + 1_000_000 * tau10 + 1_000 * G + r`.
 
-use hetreward::calibrate::{calibrate, quantile_sorted, IntervalMethod, IntervalOptions};
+use hetreward::calibrate::{quantile_sorted, IntervalMethod, IntervalOptions};
 use hetreward::cluster::{
     interval, jackknife, one_step_jackknife, pairs_bootstrap, sandwich, Center, ClusterDraws,
     Clusters, Df, Spread,
@@ -153,8 +153,7 @@ fn one_dataset(
             reps: Some(env("B", 400)),
             seed,
         };
-        let cal = calibrate(&data, &model, &opts, &options, None).ok()?;
-        Some(model.clone().with_calibration(cal).ok()?)
+        Some(hetreward::estimator::recalibrate(&data, &model, &opts, &options, None).ok()?)
     } else {
         None
     };

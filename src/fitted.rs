@@ -10,11 +10,11 @@
 //!
 //! `RewardModel` is `Send + Sync`: any number of threads may score with one model at once.
 
-use crate::calibrate::{self, Calibration, IntervalDiagnostics, IntervalMethod, IntervalOptions};
+use crate::calibrate::{self, Calibration, IntervalDiagnostics, IntervalMethod};
 use crate::coefficients;
 use crate::data::Dataset;
 use crate::error::{check_alpha, check_finite, Error, Result};
-use crate::fit::{fit, FitControl, FitOptions, FitReport};
+use crate::fit::FitReport;
 use crate::inference::{covariance_factors, CovarianceKind};
 use crate::interval::{check_features_result, check_result, Functional, Target};
 use crate::linalg::PackedLower;
@@ -23,7 +23,8 @@ use nalgebra::DMatrix;
 
 pub use crate::interval::RewardInterval;
 
-/// A fitted model, ready to score. Build with [`RewardModel::estimate`] (fit + covariance),
+/// A fitted model, ready to score. Build with [`RewardModel::estimate`] (the pipeline
+/// [`crate::estimator::estimate`]: fit, covariance, calibration),
 /// [`RewardModel::from_estimate`] (covariance at given parameters) or
 /// [`RewardModel::from_parts`] (e.g. from a model file).
 #[derive(Debug, Clone, PartialEq)]
@@ -72,44 +73,6 @@ impl std::fmt::Debug for DenseFactor {
 }
 
 impl RewardModel {
-    /// Fits the data with `options` and computes the `kind` covariance at the estimate.
-    ///
-    /// Errors: those of [`fit`] and of [`RewardModel::from_estimate`]. A fit that did not
-    /// converge still yields a model; check `report().converged`.
-    pub fn estimate(
-        data: &Dataset,
-        options: &FitOptions,
-        kind: CovarianceKind,
-        control: &FitControl,
-    ) -> Result<Self> {
-        Self::estimate_with(data, options, kind, &IntervalOptions::default(), control)
-    }
-
-    /// [`RewardModel::estimate`] with the interval method of `intervals`: after the fit and
-    /// the covariance, the bootstrap methods refit `B` resamples on the same pool
-    /// ([`calibrate::calibrate`]). Deterministic for `options` and `intervals.seed` whatever
-    /// `options.threads` is.
-    ///
-    /// Errors: those of [`RewardModel::estimate`] and of [`calibrate::calibrate`].
-    pub fn estimate_with(
-        data: &Dataset,
-        options: &FitOptions,
-        kind: CovarianceKind,
-        intervals: &IntervalOptions,
-        control: &FitControl,
-    ) -> Result<Self> {
-        intervals.check()?;
-        let fitted = fit(data, options, control)?;
-        crate::parallel::run_in_pool(options.threads, || {
-            let model = Self::from_estimate(data, fitted.params, fitted.report, kind)?;
-            if intervals.method == IntervalMethod::Wald {
-                return Ok(model);
-            }
-            let cal = calibrate::calibrate(data, &model, intervals, options, control.cancel)?;
-            model.with_calibration(cal)
-        })?
-    }
-
     /// Computes the `kind` covariance of the estimator at `params` (on the current rayon pool)
     /// and builds the model.
     ///
@@ -227,6 +190,12 @@ impl RewardModel {
         }
         self.calibration = std::sync::Arc::new(calibration);
         Ok(self)
+    }
+
+    /// The packed lower Cholesky factor of `Cov(theta_hat)`: what the calibration needs of the
+    /// Wald model (its `c_hat` divides by the Wald SEs).
+    pub(crate) fn packed_factor(&self) -> &PackedLower {
+        &self.packed
     }
 
     /// The interval method every consumer of this model uses (scores, comparisons, pBoN,
@@ -656,9 +625,9 @@ pub(crate) fn simulated_model(
     seed: u64,
 ) -> RewardModel {
     let data = crate::sim::paper_simulation(n, crate::sim::ActionDesign::Uniform, data_seed);
-    let options = FitOptions {
+    let options = crate::fit::FitOptions {
         threads: 1,
-        ..FitOptions::default()
+        ..crate::fit::FitOptions::default()
     };
     let intervals = crate::calibrate::IntervalOptions {
         method,
@@ -670,7 +639,7 @@ pub(crate) fn simulated_model(
         &options,
         CovarianceKind::Expected,
         &intervals,
-        &FitControl::default(),
+        &crate::fit::FitControl::default(),
     )
     .unwrap()
 }

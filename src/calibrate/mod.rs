@@ -34,11 +34,10 @@ use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::{FitOptions, FitReport, Termination};
-use crate::fitted::RewardModel;
 use crate::interval::Rule;
 pub use crate::interval::Target;
 pub use crate::interval::{quantile_sorted, sample_sd};
-use crate::linalg::dot_f32;
+use crate::linalg::{dot_f32, PackedLower};
 use crate::model::Params;
 use std::sync::atomic::AtomicBool;
 
@@ -509,18 +508,20 @@ pub fn diagnostics(
     }
 }
 
-/// Computes the calibration of a fitted (Wald) `model` of `data` asked for by `options`, on
-/// the current rayon pool: resolves `auto`, runs the bootstrap's refits, and returns the
-/// [`Calibration`] to attach with [`RewardModel::with_calibration`]. `estimator` are the
-/// options `model` was fitted with: the refits run at their tolerance, and a refit that does
-/// not converge from the warm start is solved again from the estimator's own starts
-/// ([`draws`]).
+/// Computes the calibration asked for by `options` of the estimate `params` of `data`, on the
+/// current rayon pool: resolves `auto`, runs the bootstrap's refits, and returns the
+/// [`Calibration`] to attach with `RewardModel::with_calibration` (the pipeline
+/// [`crate::estimator::estimate`] does). `wald_factor` is the packed lower Cholesky factor of
+/// the Wald `Cov(theta_hat)` at `params` (for `c_hat`). `estimator` are the options `params`
+/// were fitted with: the refits run at their tolerance, and a refit that does not converge
+/// from the warm start is solved again from the estimator's own starts ([`draws`]).
 ///
 /// Errors: invalid `options` or `estimator`, [`Error::Cancelled`] (checked before every refit iteration),
 /// [`Error::NotConverged`] when the resized bootstrap cannot estimate a positive inflation.
 pub fn calibrate(
     data: &Dataset,
-    model: &RewardModel,
+    params: &Params,
+    wald_factor: &PackedLower,
     options: &IntervalOptions,
     estimator: &FitOptions,
     cancel: Option<&AtomicBool>,
@@ -539,9 +540,9 @@ pub fn calibrate(
         IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => {
             let clusters = crate::cluster::Clusters::of(data)?;
             let d = if method == IntervalMethod::ClusterJackknife {
-                crate::cluster::jackknife(data, model.params(), &clusters, estimator, cancel)?
+                crate::cluster::jackknife(data, params, &clusters, estimator, cancel)?
             } else {
-                crate::cluster::one_step_jackknife(data, model.params(), &clusters)?
+                crate::cluster::one_step_jackknife(data, params, &clusters)?
             };
             let (theta_draws, gamma_draws) = d.split_f32(data.d1());
             Calibration {
@@ -562,8 +563,8 @@ pub fn calibrate(
             let reps = options.reps.unwrap_or(DEFAULT_BOOTSTRAP_REPS);
             let set = draws::parametric(
                 data,
-                model.params(),
-                model.params(),
+                params,
+                params,
                 reps,
                 options.seed,
                 draws::Stream::Bootstrap,
@@ -585,7 +586,7 @@ pub fn calibrate(
         }
         IntervalMethod::Resized => {
             let reps = options.reps.unwrap_or(DEFAULT_RESIZED_REPS);
-            let r = resized::run(data, model.params(), reps, options.seed, &settings())?;
+            let r = resized::run(data, params, reps, options.seed, &settings())?;
             Calibration {
                 requested: options.method,
                 method,
@@ -601,7 +602,7 @@ pub fn calibrate(
             }
         }
     };
-    cal.c_hat = c_hat(data, model, &cal);
+    cal.c_hat = c_hat(data, wald_factor, &cal);
     Ok(cal)
 }
 
@@ -609,8 +610,9 @@ pub fn calibrate(
 const C_HAT_ROWS: usize = 256;
 
 /// `c_hat`: mean over the first (up to 256) training rows `z_i` with a positive Wald SE of
-/// `SD*(z_i) / (alpha_hat se_wald(z_i))`.
-fn c_hat(data: &Dataset, model: &RewardModel, cal: &Calibration) -> f64 {
+/// `SD*(z_i) / (alpha_hat se_wald(z_i))`, with `se_wald(z) = ||L^T z||` from the packed
+/// `wald_factor` `L` (the scoring kernel's SEs to the last bit).
+fn c_hat(data: &Dataset, wald_factor: &PackedLower, cal: &Calibration) -> f64 {
     let d1 = data.d1();
     let rows = data.n().min(C_HAT_ROWS);
     let z: Vec<f64> = match data.features() {
@@ -619,7 +621,10 @@ fn c_hat(data: &Dataset, model: &RewardModel, cal: &Calibration) -> f64 {
             v[..rows * d1].iter().map(|&x| f64::from(x)).collect()
         }
     };
-    let ses = model.reward_se_batch(&z);
+    let ses = wald_factor
+        .squared_norms(&z, |v| v)
+        .into_iter()
+        .map(f64::sqrt);
     let (mut sum, mut count) = (0.0, 0usize);
     for (phi, se) in z.chunks_exact(d1).zip(ses) {
         if se > 0.0 {

@@ -288,7 +288,7 @@ impl hetreward_fitter {
     /// Fits `data` with these options; the cancel flag is cleared when the fit ends.
     fn fit(&self, data: &Dataset) -> Result<RewardModel> {
         self.run(|options, covariance, intervals, control| {
-            RewardModel::estimate_with(data, options, covariance, intervals, control)
+            crate::estimator::estimate(data, options, covariance, intervals, control)
         })
     }
 
