@@ -11,7 +11,6 @@
 //! `RewardModel` is `Send + Sync`: any number of threads may score with one model at once.
 
 use crate::calibrate::{self, Calibration, IntervalDiagnostics, IntervalMethod};
-use crate::coefficients;
 use crate::data::Dataset;
 use crate::error::{check_alpha, check_finite, Error, Result};
 use crate::fit::FitReport;
@@ -451,24 +450,6 @@ impl RewardModel {
             &[r.reward, r.se, r.lower, r.upper],
         )?;
         Ok(r)
-    }
-
-    /// `(1 - alpha)` interval of `theta_j` under the model's interval method (`j < d1`): the
-    /// row of the coefficient table ([`crate::coefficients`]).
-    pub fn theta_interval(&self, j: usize, alpha: f64) -> RewardInterval {
-        coefficients::coefficient_unchecked(self, coefficients::Block::Theta, j, alpha).interval()
-    }
-
-    /// `(1 - alpha)` interval of `gamma_k` under the model's interval method (`k < d2`): the
-    /// row of the coefficient table ([`crate::coefficients`]).
-    pub fn gamma_interval(&self, k: usize, alpha: f64) -> RewardInterval {
-        coefficients::coefficient_unchecked(self, coefficients::Block::Gamma, k, alpha).interval()
-    }
-
-    /// The coefficient table (estimate, SE, z, p-value, CI of every theta_j and gamma_k) at
-    /// level `alpha` under the model's interval method; [`crate::coefficients::coefficients`].
-    pub fn coefficients(&self, alpha: f64) -> Result<coefficients::CoefficientTable> {
-        coefficients::coefficients(self, alpha)
     }
 
     /// The paper's Wald rationality and SE, whatever the model's method (checked input).
