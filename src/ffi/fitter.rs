@@ -266,10 +266,8 @@ impl hetreward_fitter {
             restarts: p.restarts as usize,
             threads: p.threads as usize,
         };
-        // Domain checks that need no data (dimensions are checked again at fit time).
-        options
-            .check(p.theta0_len, p.gamma0_len)
-            .map_err(prefix_params)?;
+        // The checks that need no data (the dimensions are checked at fit time).
+        options.check_free().map_err(prefix_params)?;
         let intervals = interval_options(p)?;
         Ok(hetreward_fitter {
             options,
