@@ -33,7 +33,7 @@
 //! left out. Seeds are fixed: dataset `r` of design `(G, M, tau)` has seed
 //! `20_000_000 + 1_000_000 * tau10 + 1_000 * G + r`.
 
-use hetreward::calibrate::{calibrate, IntervalMethod, IntervalOptions};
+use hetreward::calibrate::{IntervalMethod, IntervalOptions};
 use hetreward::fit::{fit, FitControl, FitOptions};
 use hetreward::fitted::RewardInterval;
 use hetreward::inference::CovarianceKind;
@@ -154,8 +154,7 @@ fn one_dataset(
             reps: Some(env("B", 400)),
             seed,
         };
-        let cal = calibrate(&data, &model, &opts, &options, None).ok()?;
-        Some(model.clone().with_calibration(cal).ok()?)
+        Some(hetreward::estimator::recalibrate(&data, &model, &opts, &options, None).ok()?)
     } else {
         None
     };

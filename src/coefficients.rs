@@ -331,5 +331,27 @@ fn write_theta_summary(
     )
 }
 
+/// The coefficient rows as methods of the model (here, so that `fitted` does not import its
+/// consumer).
+impl RewardModel {
+    /// `(1 - alpha)` interval of `theta_j` under the model's interval method (`j < d1`): the
+    /// row of the coefficient table.
+    pub fn theta_interval(&self, j: usize, alpha: f64) -> RewardInterval {
+        coefficient_unchecked(self, Block::Theta, j, alpha).interval()
+    }
+
+    /// `(1 - alpha)` interval of `gamma_k` under the model's interval method (`k < d2`): the
+    /// row of the coefficient table.
+    pub fn gamma_interval(&self, k: usize, alpha: f64) -> RewardInterval {
+        coefficient_unchecked(self, Block::Gamma, k, alpha).interval()
+    }
+
+    /// The coefficient table (estimate, SE, z, p-value, CI of every theta_j and gamma_k) at
+    /// level `alpha` under the model's interval method (the free function `coefficients` of this module).
+    pub fn coefficients(&self, alpha: f64) -> Result<CoefficientTable> {
+        coefficients(self, alpha)
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -10,11 +10,10 @@
 //!
 //! `RewardModel` is `Send + Sync`: any number of threads may score with one model at once.
 
-use crate::calibrate::{self, Calibration, IntervalDiagnostics, IntervalMethod, IntervalOptions};
-use crate::coefficients;
+use crate::calibrate::{self, Calibration, IntervalDiagnostics, IntervalMethod};
 use crate::data::Dataset;
 use crate::error::{check_alpha, check_finite, Error, Result};
-use crate::fit::{fit, FitControl, FitOptions, FitReport};
+use crate::fit::FitReport;
 use crate::inference::{covariance_factors, CovarianceKind};
 use crate::interval::{check_features_result, check_result, Functional, Target};
 use crate::linalg::PackedLower;
@@ -23,7 +22,8 @@ use nalgebra::DMatrix;
 
 pub use crate::interval::RewardInterval;
 
-/// A fitted model, ready to score. Build with [`RewardModel::estimate`] (fit + covariance),
+/// A fitted model, ready to score. Build with [`RewardModel::estimate`] (the pipeline
+/// [`crate::estimator::estimate`]: fit, covariance, calibration),
 /// [`RewardModel::from_estimate`] (covariance at given parameters) or
 /// [`RewardModel::from_parts`] (e.g. from a model file).
 #[derive(Debug, Clone, PartialEq)]
@@ -72,44 +72,6 @@ impl std::fmt::Debug for DenseFactor {
 }
 
 impl RewardModel {
-    /// Fits the data with `options` and computes the `kind` covariance at the estimate.
-    ///
-    /// Errors: those of [`fit`] and of [`RewardModel::from_estimate`]. A fit that did not
-    /// converge still yields a model; check `report().converged`.
-    pub fn estimate(
-        data: &Dataset,
-        options: &FitOptions,
-        kind: CovarianceKind,
-        control: &FitControl,
-    ) -> Result<Self> {
-        Self::estimate_with(data, options, kind, &IntervalOptions::default(), control)
-    }
-
-    /// [`RewardModel::estimate`] with the interval method of `intervals`: after the fit and
-    /// the covariance, the bootstrap methods refit `B` resamples on the same pool
-    /// ([`calibrate::calibrate`]). Deterministic for `options` and `intervals.seed` whatever
-    /// `options.threads` is.
-    ///
-    /// Errors: those of [`RewardModel::estimate`] and of [`calibrate::calibrate`].
-    pub fn estimate_with(
-        data: &Dataset,
-        options: &FitOptions,
-        kind: CovarianceKind,
-        intervals: &IntervalOptions,
-        control: &FitControl,
-    ) -> Result<Self> {
-        intervals.check()?;
-        let fitted = fit(data, options, control)?;
-        crate::parallel::run_in_pool(options.threads, || {
-            let model = Self::from_estimate(data, fitted.params, fitted.report, kind)?;
-            if intervals.method == IntervalMethod::Wald {
-                return Ok(model);
-            }
-            let cal = calibrate::calibrate(data, &model, intervals, options, control.cancel)?;
-            model.with_calibration(cal)
-        })?
-    }
-
     /// Computes the `kind` covariance of the estimator at `params` (on the current rayon pool)
     /// and builds the model.
     ///
@@ -228,6 +190,12 @@ impl RewardModel {
         }
         self.calibration = std::sync::Arc::new(calibration);
         Ok(self)
+    }
+
+    /// The packed lower Cholesky factor of `Cov(theta_hat)`: what the calibration needs of the
+    /// Wald model (its `c_hat` divides by the Wald SEs).
+    pub(crate) fn packed_factor(&self) -> &PackedLower {
+        &self.packed
     }
 
     /// The interval method every consumer of this model uses (scores, comparisons, pBoN,
@@ -494,24 +462,6 @@ impl RewardModel {
         Ok(r)
     }
 
-    /// `(1 - alpha)` interval of `theta_j` under the model's interval method (`j < d1`): the
-    /// row of the coefficient table ([`crate::coefficients`]).
-    pub fn theta_interval(&self, j: usize, alpha: f64) -> RewardInterval {
-        coefficients::coefficient_unchecked(self, coefficients::Block::Theta, j, alpha).interval()
-    }
-
-    /// `(1 - alpha)` interval of `gamma_k` under the model's interval method (`k < d2`): the
-    /// row of the coefficient table ([`crate::coefficients`]).
-    pub fn gamma_interval(&self, k: usize, alpha: f64) -> RewardInterval {
-        coefficients::coefficient_unchecked(self, coefficients::Block::Gamma, k, alpha).interval()
-    }
-
-    /// The coefficient table (estimate, SE, z, p-value, CI of every theta_j and gamma_k) at
-    /// level `alpha` under the model's interval method; `crate::coefficients::coefficients`.
-    pub fn coefficients(&self, alpha: f64) -> Result<coefficients::CoefficientTable> {
-        coefficients::coefficients(self, alpha)
-    }
-
     /// The paper's Wald rationality and SE, whatever the model's method (checked input).
     pub(crate) fn wald_rationality(&self, psi0: f64, psi: &[f64]) -> Result<(f64, f64)> {
         if psi.len() != self.d2() {
@@ -666,9 +616,9 @@ pub(crate) fn simulated_model(
     seed: u64,
 ) -> RewardModel {
     let data = crate::sim::paper_simulation(n, crate::sim::ActionDesign::Uniform, data_seed);
-    let options = FitOptions {
+    let options = crate::fit::FitOptions {
         threads: 1,
-        ..FitOptions::default()
+        ..crate::fit::FitOptions::default()
     };
     let intervals = crate::calibrate::IntervalOptions {
         method,
@@ -680,7 +630,7 @@ pub(crate) fn simulated_model(
         &options,
         CovarianceKind::Expected,
         &intervals,
-        &FitControl::default(),
+        &crate::fit::FitControl::default(),
     )
     .unwrap()
 }

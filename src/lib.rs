@@ -23,7 +23,8 @@
 //! | [`fit`] | [`fit::FitOptions`] (documented defaults), [`fit::FitControl`] (progress, cancel), [`fit::FitReport`], [`fit::SolverKind`], [`fit::Init`], [`fit::Termination`] |
 //! | [`inference`] | [`inference::CovarianceKind`]: expected, observed, robust, cluster |
 //! | [`calibrate`] | [`calibrate::IntervalOptions`], [`calibrate::IntervalMethod`]: Wald, parametric bootstrap, resized bootstrap, auto |
-//! | [`fitted`] | [`RewardModel`] (`estimate`, `estimate_with`): estimates, SEs, reward CIs, rationality; [`RewardInterval`] |
+//! | [`estimator`] | [`estimator::estimate`]: the pipeline fit -> covariance -> calibrate -> model (also `RewardModel::estimate`, `estimate_with`) |
+//! | [`fitted`] | [`RewardModel`]: estimates, SEs, reward CIs, rationality; [`RewardInterval`] |
 //! | [`coefficients`] | [`coefficients::CoefficientTable`]: estimate, SE, z, p and CI per coefficient under the model's interval method |
 //! | [`select`] | reward differences with verdicts, win rates, BoN / pBoN ([`select::compare`], [`select::select`], [`select::select_best`]) |
 //! | [`io`] | training and scoring files (CSV, safetensors), the model file ([`io::model_file`]), atomic outputs ([`io::atomic`]) |
@@ -59,6 +60,7 @@ pub mod codes;
 pub mod coefficients;
 pub mod data;
 pub mod error;
+pub mod estimator;
 mod ffi;
 pub mod fit;
 pub mod fitted;

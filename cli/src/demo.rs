@@ -30,7 +30,7 @@
 //!
 //! Everything is deterministic for a seed (ChaCha8 streams; parallel loops reduce in order).
 
-use hetreward::calibrate::{self, IntervalMethod, IntervalOptions};
+use hetreward::calibrate::{IntervalMethod, IntervalOptions};
 use hetreward::data::Dataset;
 use hetreward::error::{check_alpha, Error, Result};
 use hetreward::fit::{FitControl, FitOptions};
@@ -739,10 +739,8 @@ fn calibrated_report(
         seed: options.seed,
     };
     let wald_warning = model.diagnostics().warning;
-    let calibrated = hetreward::parallel::run_in_pool(options.threads, || {
-        let cal = calibrate::calibrate(data, model, &intervals, fit_options, control.cancel)?;
-        model.clone().with_calibration(cal)
-    })??;
+    let calibrated =
+        hetreward::estimator::recalibrate(data, model, &intervals, fit_options, control.cancel)?;
     let alpha = options.alpha;
     let mut rows = Vec::new();
     let mut k = 0;

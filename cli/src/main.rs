@@ -603,7 +603,7 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
     };
     intervals.check()?;
     let model = with_progress(|control| {
-        RewardModel::estimate_with(&data, &options, kind, &intervals, control)
+        hetreward::estimator::estimate(&data, &options, kind, &intervals, control)
     })?;
     let r = model.report();
     if !r.converged {

@@ -34,10 +34,9 @@ use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::{FitOptions, FitReport, Termination};
-use crate::fitted::RewardModel;
 pub(crate) use crate::interval::sample_sd;
 use crate::interval::Rule;
-use crate::linalg::dot_f32;
+use crate::linalg::{dot_f32, PackedLower};
 use crate::model::Params;
 use std::sync::atomic::AtomicBool;
 
@@ -184,7 +183,7 @@ pub fn auto_reason(method: IntervalMethod) -> &'static str {
 }
 
 /// A model's interval method and, for the bootstrap methods, the refits' draws and figures.
-/// Immutable; built by [`calibrate`] (or read from a model file via [`Calibration::from_parts`]).
+/// Immutable; built by the pipeline ([`crate::estimator::estimate`]) (or read from a model file via [`Calibration::from_parts`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Calibration {
     requested: IntervalMethod,
@@ -508,18 +507,20 @@ pub(crate) fn diagnostics(
     }
 }
 
-/// Computes the calibration of a fitted (Wald) `model` of `data` asked for by `options`, on
-/// the current rayon pool: resolves `auto`, runs the bootstrap's refits, and returns the
-/// [`Calibration`] to attach with [`RewardModel::with_calibration`]. `estimator` are the
-/// options `model` was fitted with: the refits run at their tolerance, and a refit that does
-/// not converge from the warm start is solved again from the estimator's own starts
-/// (`draws`).
+/// Computes the calibration asked for by `options` of the estimate `params` of `data`, on the
+/// current rayon pool: resolves `auto`, runs the bootstrap's refits, and returns the
+/// [`Calibration`] to attach with `RewardModel::with_calibration` (the pipeline
+/// [`crate::estimator::estimate`] does). `wald_factor` is the packed lower Cholesky factor of
+/// the Wald `Cov(theta_hat)` at `params` (for `c_hat`). `estimator` are the options `params`
+/// were fitted with: the refits run at their tolerance, and a refit that does not converge
+/// from the warm start is solved again from the estimator's own starts ([`draws`]).
 ///
 /// Errors: invalid `options` or `estimator`, [`Error::Cancelled`] (checked before every refit iteration),
 /// [`Error::NotConverged`] when the resized bootstrap cannot estimate a positive inflation.
-pub fn calibrate(
+pub(crate) fn calibrate(
     data: &Dataset,
-    model: &RewardModel,
+    params: &Params,
+    wald_factor: &PackedLower,
     options: &IntervalOptions,
     estimator: &FitOptions,
     cancel: Option<&AtomicBool>,
@@ -538,9 +539,9 @@ pub fn calibrate(
         IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => {
             let clusters = crate::cluster::Clusters::of(data)?;
             let d = if method == IntervalMethod::ClusterJackknife {
-                crate::cluster::jackknife(data, model.params(), &clusters, estimator, cancel)?
+                crate::cluster::jackknife(data, params, &clusters, estimator, cancel)?
             } else {
-                crate::cluster::one_step_jackknife(data, model.params(), &clusters)?
+                crate::cluster::one_step_jackknife(data, params, &clusters)?
             };
             let (theta_draws, gamma_draws) = d.split_f32(data.d1());
             Calibration {
@@ -561,8 +562,8 @@ pub fn calibrate(
             let reps = options.reps.unwrap_or(DEFAULT_BOOTSTRAP_REPS);
             let set = draws::parametric(
                 data,
-                model.params(),
-                model.params(),
+                params,
+                params,
                 reps,
                 options.seed,
                 draws::Stream::Bootstrap,
@@ -584,7 +585,7 @@ pub fn calibrate(
         }
         IntervalMethod::Resized => {
             let reps = options.reps.unwrap_or(DEFAULT_RESIZED_REPS);
-            let r = resized::run(data, model.params(), reps, options.seed, &settings())?;
+            let r = resized::run(data, params, reps, options.seed, &settings())?;
             Calibration {
                 requested: options.method,
                 method,
@@ -600,7 +601,7 @@ pub fn calibrate(
             }
         }
     };
-    cal.c_hat = c_hat(data, model, &cal);
+    cal.c_hat = c_hat(data, wald_factor, &cal);
     Ok(cal)
 }
 
@@ -608,8 +609,9 @@ pub fn calibrate(
 const C_HAT_ROWS: usize = 256;
 
 /// `c_hat`: mean over the first (up to 256) training rows `z_i` with a positive Wald SE of
-/// `SD*(z_i) / (alpha_hat se_wald(z_i))`.
-fn c_hat(data: &Dataset, model: &RewardModel, cal: &Calibration) -> f64 {
+/// `SD*(z_i) / (alpha_hat se_wald(z_i))`, with `se_wald(z) = ||L^T z||` from the packed
+/// `wald_factor` `L` (the scoring kernel's SEs to the last bit).
+fn c_hat(data: &Dataset, wald_factor: &PackedLower, cal: &Calibration) -> f64 {
     let d1 = data.d1();
     let rows = data.n().min(C_HAT_ROWS);
     let z: Vec<f64> = match data.features() {
@@ -618,7 +620,10 @@ fn c_hat(data: &Dataset, model: &RewardModel, cal: &Calibration) -> f64 {
             v[..rows * d1].iter().map(|&x| f64::from(x)).collect()
         }
     };
-    let ses = model.reward_se_batch(&z);
+    let ses = wald_factor
+        .squared_norms(&z, |v| v)
+        .into_iter()
+        .map(f64::sqrt);
     let (mut sum, mut count) = (0.0, 0usize);
     for (phi, se) in z.chunks_exact(d1).zip(ses) {
         if se > 0.0 {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::fit::{FitControl, FitOptions};
+use crate::fitted::RewardModel;
 use crate::inference::CovarianceKind;
 use crate::interval::{quantile_sorted, Target};
 use crate::sim::{homogeneous, paper_simulation, ActionDesign};

@@ -1,6 +1,6 @@
 //! The interval of a linear functional from its values at the cluster draws.
 
-use crate::fitted::RewardInterval;
+use crate::interval::RewardInterval;
 use crate::stats::t_critical_value;
 
 /// Where the interval is centred.

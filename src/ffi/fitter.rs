@@ -8,8 +8,7 @@ use super::enums::{
 use super::model::{hetreward_model, model_into_raw};
 use super::status::{boundary, boundary_value, hetreward_status};
 use super::{handle_ref, in_slice, out_ptr};
-use crate::calibrate::IntervalMethod;
-use crate::calibrate::IntervalOptions;
+use crate::calibrate::{IntervalMethod, IntervalOptions, MAX_REPS, MIN_REPS};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::{FitControl, FitOptions, Init, InitKind, Progress, SolverKind};
@@ -267,11 +266,9 @@ impl hetreward_fitter {
             restarts: p.restarts as usize,
             threads: p.threads as usize,
         };
-        // Domain checks that need no data (dimensions are checked again at fit time).
-        options
-            .check(p.theta0_len, p.gamma0_len)
-            .map_err(prefix_params)?;
-        let intervals = super::intervals::interval_options(p)?;
+        // The checks that need no data (the dimensions are checked at fit time).
+        options.check_free().map_err(prefix_params)?;
+        let intervals = interval_options(p)?;
         Ok(hetreward_fitter {
             options,
             covariance,
@@ -288,7 +285,7 @@ impl hetreward_fitter {
     /// Fits `data` with these options; the cancel flag is cleared when the fit ends.
     fn fit(&self, data: &Dataset) -> Result<RewardModel> {
         self.run(|options, covariance, intervals, control| {
-            RewardModel::estimate_with(data, options, covariance, intervals, control)
+            crate::estimator::estimate(data, options, covariance, intervals, control)
         })
     }
 
@@ -328,6 +325,30 @@ impl hetreward_fitter {
         }
         Ok(model)
     }
+}
+
+/// Converts and checks the interval fields of the fit params.
+fn interval_options(p: &hetreward_fit_params) -> Result<IntervalOptions> {
+    let method: IntervalMethod = from_c("params.intervals", p.intervals, "HETREWARD_INTERVALS_*")?;
+    let reps = match p.bootstrap_reps {
+        0 => None,
+        b => Some(b as usize),
+    };
+    let options = IntervalOptions {
+        method,
+        reps,
+        seed: p.seed,
+    };
+    options.check().map_err(|_| {
+        Error::invalid(
+            "params.bootstrap_reps",
+            format!(
+                "must be 0 (the default) or lie in [{MIN_REPS}, {MAX_REPS}]; got {}",
+                p.bootstrap_reps
+            ),
+        )
+    })?;
+    Ok(options)
 }
 
 /// Names option errors as fields of the params struct (`eta1` -> `params.eta1`).

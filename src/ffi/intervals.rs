@@ -2,38 +2,11 @@
 //! the getter of a model's method and diagnostics, its warning, and the paper's Wald view of
 //! any model.
 
-use super::enums::{from_c, hetreward_intervals};
-use super::fitter::hetreward_fit_params;
+use super::enums::hetreward_intervals;
 use super::model::{hetreward_model, hetreward_reward, model_into_raw, model_ref};
 use super::status::{boundary, hetreward_status};
 use super::{check_dim, in_slice, out_ptr};
-use crate::calibrate::{IntervalMethod, IntervalOptions, MAX_REPS, MIN_REPS};
-use crate::error::{Error, Result};
 use std::ffi::c_char;
-
-/// Converts and checks the interval fields of the fit params.
-pub(crate) fn interval_options(p: &hetreward_fit_params) -> Result<IntervalOptions> {
-    let method: IntervalMethod = from_c("params.intervals", p.intervals, "HETREWARD_INTERVALS_*")?;
-    let reps = match p.bootstrap_reps {
-        0 => None,
-        b => Some(b as usize),
-    };
-    let options = IntervalOptions {
-        method,
-        reps,
-        seed: p.seed,
-    };
-    options.check().map_err(|_| {
-        Error::invalid(
-            "params.bootstrap_reps",
-            format!(
-                "must be 0 (the default) or lie in [{MIN_REPS}, {MAX_REPS}]; got {}",
-                p.bootstrap_reps
-            ),
-        )
-    })?;
-    Ok(options)
-}
 
 /// A model's interval method, its figures and the fit's interval diagnostics, filled by
 /// hetreward_model_intervals().

@@ -195,10 +195,17 @@ impl FitOptions {
         })
     }
 
-    /// Checks every option against its domain (positive finite step sizes and tolerance,
-    /// counts within [`MAX_ITERATIONS`], [`MAX_RESTARTS`] and [`MAX_THREADS`], explicit
-    /// starting values of the right dimensions and finite).
+    /// Checks every option against its domain and the data's dimensions:
+    /// [`FitOptions::check_free`], then [`FitOptions::check_data`].
     pub fn check(&self, d1: usize, d2: usize) -> Result<()> {
+        self.check_free()?;
+        self.check_data(d1, d2)
+    }
+
+    /// The checks that need no data: positive finite step sizes and tolerance, counts within
+    /// [`MAX_ITERATIONS`], [`MAX_RESTARTS`] and [`MAX_THREADS`], explicit starting values
+    /// finite.
+    pub fn check_free(&self) -> Result<()> {
         for (name, v) in [("eta1", self.eta1), ("eta2", self.eta2)] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(Error::invalid(
@@ -233,6 +240,15 @@ impl FitOptions {
             }
         }
         if let Init::Explicit(p) = &self.init {
+            check_finite("theta0", &p.theta)?;
+            check_finite("gamma0", &p.gamma)?;
+        }
+        Ok(())
+    }
+
+    /// The checks against the data: explicit starting values of `d1` and `d2` values.
+    pub fn check_data(&self, d1: usize, d2: usize) -> Result<()> {
+        if let Init::Explicit(p) = &self.init {
             if p.theta.len() != d1 {
                 return Err(Error::dims(
                     "theta0",
@@ -247,8 +263,6 @@ impl FitOptions {
                     p.gamma.len(),
                 ));
             }
-            check_finite("theta0", &p.theta)?;
-            check_finite("gamma0", &p.gamma)?;
         }
         Ok(())
     }
