@@ -56,6 +56,8 @@ static hetreward_fit_report out_report;
 static hetreward_coefficient out_coef[D1 + D2];
 static size_t out_index, out_len;
 static double out_sigma, out_se;
+static double out_effective[D1 + D2];
+static hetreward_heterogeneity out_het;
 
 static void reset_outputs(void) {
     size_t i;
@@ -71,6 +73,8 @@ static void reset_outputs(void) {
     out_index = 777;
     out_len = 777;
     out_sigma = out_se = -7.0;
+    for (i = 0; i < D1 + D2; i++) out_effective[i] = -7.0;
+    memset(&out_het, 0x5A, sizeof out_het);
 }
 
 static int outputs_untouched(void) {
@@ -79,6 +83,9 @@ static int outputs_untouched(void) {
     memset(pattern, 0x5A, sizeof pattern);
     for (i = 0; i < sizeof out_values / sizeof out_values[0]; i++)
         if (out_values[i] != -7.0) return 0;
+    for (i = 0; i < D1 + D2; i++)
+        if (out_effective[i] != -7.0) return 0;
+    if (memcmp(&out_het, pattern, sizeof out_het) != 0) return 0;
     return out_ds == DS_SENTINEL && out_fitter == FITTER_SENTINEL && out_model == MODEL_SENTINEL &&
            memcmp(out_rewards, pattern, sizeof out_rewards) == 0 &&
            memcmp(out_cmp, pattern, sizeof out_cmp) == 0 &&
@@ -1031,6 +1038,51 @@ static void model_scoring_cases(const hetreward_model *other) {
 #undef RESTORE
     free(bad);
     free(wide);
+
+    /* Issue 20: the annotator-heterogeneity diagnostic needs a dataset with cluster ids whose
+     * dimensions match the model's. */
+    {
+        hetreward_dataset *plain = NULL, *wide_ds = NULL;
+        CHECK_OK(hetreward_dataset_new(N, D1, D2, data.z, data.psi0, data.psi, data.y, NULL,
+                                       &plain));
+        function_header("hetreward_model_heterogeneity");
+        CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+             hetreward_model_heterogeneity(NULL, dataset, D1 + D2, out_values, out_effective,
+                                           &out_het));
+        CASE("dataset", "NULL", HETREWARD_NULL_POINTER, "`dataset`",
+             hetreward_model_heterogeneity(model, NULL, D1 + D2, out_values, out_effective,
+                                           &out_het));
+        CASE("dataset", "without cluster ids", HETREWARD_INVALID_ARGUMENT, "`cluster`",
+             hetreward_model_heterogeneity(model, plain, D1 + D2, out_values, out_effective,
+                                           &out_het));
+        CHECK_OK(hetreward_dataset_new(N, D1, 0, data.z, data.psi0, NULL, data.y, data.cluster,
+                                       &wide_ds));
+        CASE("dataset", "d2 = 0 for a model with d2 = 2", HETREWARD_DIMENSION_MISMATCH,
+             "`dataset d2`",
+             hetreward_model_heterogeneity(model, wide_ds, D1 + D2, out_values, out_effective,
+                                           &out_het));
+        CASE("len", "d1 + d2 + 1", HETREWARD_DIMENSION_MISMATCH, "`len`" SEP "d1 + d2",
+             hetreward_model_heterogeneity(model, dataset, D1 + D2 + 1, out_values, out_effective,
+                                           &out_het));
+        CASE("out_design_effects", "NULL", HETREWARD_NULL_POINTER, "`out_design_effects`",
+             hetreward_model_heterogeneity(model, dataset, D1 + D2, NULL, out_effective,
+                                           &out_het));
+        CASE("out_effective_clusters", "NULL", HETREWARD_NULL_POINTER,
+             "`out_effective_clusters`",
+             hetreward_model_heterogeneity(model, dataset, D1 + D2, out_values, NULL, &out_het));
+        CASE("out_info", "NULL", HETREWARD_NULL_POINTER, "`out_info`",
+             hetreward_model_heterogeneity(model, dataset, D1 + D2, out_values, out_effective,
+                                           NULL));
+        CASE("dataset", "the training data (20 annotators)", HETREWARD_OK, "",
+             hetreward_model_heterogeneity(model, dataset, D1 + D2, out_values, out_effective,
+                                           &out_het));
+        CHECK(out_het.clusters == 20 && out_het.worst < D1 + D2);
+        CHECK(out_het.worst_design_effect == out_values[out_het.worst]);
+        CHECK(out_effective[0] >= 1.0 && out_effective[0] <= 19.0);
+        reset_outputs();
+        hetreward_dataset_free(plain);
+        hetreward_dataset_free(wide_ds);
+    }
 }
 
 static void model_file_cases(void) {

@@ -374,6 +374,40 @@ typedef struct hetreward_fit_params {
 } hetreward_fit_params;
 
 /**
+ * The summary of the heterogeneity diagnostic, filled by hetreward_model_heterogeneity().
+ */
+typedef struct hetreward_heterogeneity {
+    /**
+     * Number of clusters G in the dataset.
+     */
+    size_t clusters;
+    /**
+     * The coefficient with the largest standardised excess (index into theta then gamma:
+     * 0..d1 is theta_j, d1.. is gamma_{index - d1}).
+     */
+    size_t worst;
+    /**
+     * Its design effect (CR1 cluster-robust variance / expected-information variance).
+     */
+    double worst_design_effect;
+    /**
+     * Its standardised excess (design effect - 1) / sqrt(2 / k), k its effective clusters.
+     */
+    double worst_excess_z;
+    /**
+     * Approximate coverage of a 95% interval that assumes independent comparisons for that
+     * coefficient: 2 Phi(1.96 / sqrt(design effect)) - 1.
+     */
+    double independent_coverage;
+    /**
+     * Whether intervals that assume independence (Wald, bootstrap, resized) would
+     * under-cover: the worst design effect is above 1.17 and more than 2 noise SDs above 1
+     * (the CLI then prints its warning).
+     */
+    bool warning;
+} hetreward_heterogeneity;
+
+/**
  * A model's interval method, its figures and the fit's interval diagnostics, filled by
  * hetreward_model_intervals().
  */
@@ -1178,6 +1212,26 @@ void hetreward_fitter_cancel(const struct hetreward_fitter *fitter);
  * Frees a fitter. NULL is a no-op. No fit may be running on it.
  */
 void hetreward_fitter_free(struct hetreward_fitter *fitter);
+
+/**
+ * The annotator-heterogeneity diagnostic of `model`'s estimate on `dataset` (which must have
+ * cluster ids, e.g. the data it was fitted on): writes `len` = d1 + d2 values (theta first,
+ * then gamma) to `out_design_effects` (CR1 cluster-robust variance over the
+ * expected-information variance: near 1 without annotator effects beyond the covariates) and
+ * to `out_effective_clusters` (each coefficient's effective number of clusters k, at most
+ * G - 1: the design effect's noise SD is about sqrt(2 / k)), and fills `*out_info`.
+ *
+ * Returns HETREWARD_NULL_POINTER, HETREWARD_DIMENSION_MISMATCH (the dataset's d1 or d2
+ * differs from the model's; `len` is not d1 + d2), HETREWARD_INVALID_ARGUMENT (`cluster`: the
+ * dataset has no cluster ids or fewer than 2 clusters), HETREWARD_SINGULAR_INFORMATION.
+ * Nothing is written on failure. Thread-safe (runs on the library's global thread pool).
+ */
+hetreward_status hetreward_model_heterogeneity(const struct hetreward_model *model,
+                                               const struct hetreward_dataset *dataset,
+                                               size_t len,
+                                               double *out_design_effects,
+                                               double *out_effective_clusters,
+                                               struct hetreward_heterogeneity *out_info);
 
 /**
  * Fills `*out_info` with the model's interval method, its figures and the fit's interval

@@ -219,6 +219,18 @@ impl RewardModel {
         calibrate::diagnostics(self.n, &self.params, &self.report, &self.calibration)
     }
 
+    /// [`RewardModel::diagnostics`] of the model fitted to `data`: with cluster ids in `data`
+    /// the hints recommend the cluster-aware intervals.
+    pub fn diagnostics_on(&self, data: &Dataset) -> IntervalDiagnostics {
+        calibrate::diagnostics_clustered(
+            self.n,
+            &self.params,
+            &self.report,
+            &self.calibration,
+            data.cluster().is_some(),
+        )
+    }
+
     /// Reward dimension d1.
     pub fn d1(&self) -> usize {
         self.params.theta.len()

@@ -3,6 +3,8 @@
 //!
 //! Non-finite numbers (none are expected) become `null`, as JSON has no NaN.
 
+use hetreward::calibrate::IntervalDiagnostics;
+use hetreward::cluster::Heterogeneity;
 use hetreward::fitted::{RewardInterval, RewardModel};
 use hetreward::io::scoring::GroupChoice;
 use hetreward::select::{Comparison, DiffMethod, Policy, WinRate};
@@ -14,7 +16,16 @@ use serde_json::{json, Value};
 /// `intervals` ([`intervals_report`]), `diagnostics` ([`diagnostics_report`]) and the 95%
 /// intervals of the coefficients under the model's method: `theta_lower`, `theta_upper`,
 /// `gamma_lower`, `gamma_upper` (`theta_se` / `gamma_se` stay the paper's Wald SEs).
-pub fn model_report(model: &RewardModel) -> Value {
+///
+/// `diagnostics` are the model's interval diagnostics (at fit time from
+/// `RewardModel::diagnostics_on`, which knows the data's cluster ids); `heterogeneity` the
+/// annotator-heterogeneity diagnostic of a fit whose data have cluster ids
+/// ([`heterogeneity_report`]; the field is `null` otherwise).
+pub fn model_report(
+    model: &RewardModel,
+    diagnostics: &IntervalDiagnostics,
+    heterogeneity: Option<&hetreward::Result<Heterogeneity>>,
+) -> Value {
     let r = model.report();
     let theta_ci: Vec<_> = (0..model.d1())
         .map(|j| model.theta_interval(j, 0.05))
@@ -24,7 +35,8 @@ pub fn model_report(model: &RewardModel) -> Value {
         .collect();
     json!({
         "intervals": intervals_report(model),
-        "diagnostics": diagnostics_report(model),
+        "diagnostics": diagnostics_report(diagnostics),
+        "heterogeneity": heterogeneity.map(|h| heterogeneity_report(model.d1(), h)),
         "theta_lower": theta_ci.iter().map(|c| c.lower).collect::<Vec<_>>(),
         "theta_upper": theta_ci.iter().map(|c| c.upper).collect::<Vec<_>>(),
         "gamma_lower": gamma_ci.iter().map(|c| c.lower).collect::<Vec<_>>(),
@@ -69,8 +81,7 @@ pub fn intervals_report(model: &RewardModel) -> Value {
 
 /// The fit's interval diagnostics: `{"d1_over_n", "mle_finite", "max_abs_gamma",
 /// "diverged_share", "warning"}` (`warning` is `null` when there is none).
-pub fn diagnostics_report(model: &RewardModel) -> Value {
-    let d = model.diagnostics();
+pub fn diagnostics_report(d: &IntervalDiagnostics) -> Value {
     json!({
         "d1_over_n": d.d1_over_n,
         "mle_finite": d.mle_finite,
@@ -78,6 +89,41 @@ pub fn diagnostics_report(model: &RewardModel) -> Value {
         "diverged_share": d.diverged_share,
         "warning": d.warning,
     })
+}
+
+/// The name of coefficient `c` of a model with reward dimension `d1`: `theta_c` for `c < d1`,
+/// else `gamma_{c - d1}` (0-based, as the CLI's tables).
+pub fn coefficient_name(d1: usize, c: usize) -> String {
+    if c < d1 {
+        format!("theta_{c}")
+    } else {
+        format!("gamma_{}", c - d1)
+    }
+}
+
+/// The annotator-heterogeneity diagnostic (issue 20): `{"clusters", "coefficients",
+/// "design_effects", "effective_clusters", "excess_z", "worst", "independent_coverage",
+/// "warning"}` — per coefficient (theta then gamma, named in `coefficients`) the CR1
+/// cluster-robust over the expected-information variance, its effective number of clusters
+/// and its standardised excess; `worst` names the coefficient with the largest excess,
+/// `independent_coverage` what an interval assuming independence covers for it, `warning` the
+/// plain-words warning or `null`. When it could not be computed: `{"error": message}`.
+pub fn heterogeneity_report(d1: usize, h: &hetreward::Result<Heterogeneity>) -> Value {
+    match h {
+        Ok(h) => json!({
+            "clusters": h.clusters,
+            "coefficients": (0..h.design_effects.len())
+                .map(|c| coefficient_name(d1, c))
+                .collect::<Vec<_>>(),
+            "design_effects": h.design_effects,
+            "effective_clusters": h.effective_clusters,
+            "excess_z": h.excess_z,
+            "worst": coefficient_name(d1, h.worst),
+            "independent_coverage": h.independent_coverage,
+            "warning": h.warning,
+        }),
+        Err(e) => json!({"error": e.to_string()}),
+    }
 }
 
 /// The `score --json` document: `{"alpha", "rows": [{"reward", "se", "lower", "upper"}]}`, one

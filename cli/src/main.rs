@@ -24,7 +24,8 @@ mod json;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 use demo::DemoOptions;
-use hetreward::calibrate::{auto_reason, IntervalMethod, IntervalOptions};
+use hetreward::calibrate::{auto_reason, IntervalDiagnostics, IntervalMethod, IntervalOptions};
+use hetreward::cluster::Heterogeneity;
 use hetreward::codes::Coded;
 use hetreward::fit::{
     FitControl, FitOptions, FitReport, Init, InitKind, Progress, SolverKind, Termination,
@@ -620,17 +621,26 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
     // targets) only once everything, standard output included, has succeeded.
     let mut model_out = PendingFile::create(&args.out)?;
     model_out.write_all(&model_file::to_bytes(&model))?;
+    let diagnostics = model.diagnostics_on(&data);
+    // The annotator-heterogeneity diagnostic of a fit whose data have cluster ids (issue 20).
+    let heterogeneity = match data.cluster() {
+        Some(_) => Some(hetreward::parallel::run_in_pool(args.threads, || {
+            hetreward::cluster::heterogeneity(&data, model.params())
+        })?),
+        None => None,
+    };
     let report_out = match &args.report {
         Some(path) => {
             let mut f = PendingFile::create(path)?;
-            f.write_all((pretty(&json::model_report(&model)) + "\n").as_bytes())?;
+            let report = json::model_report(&model, &diagnostics, heterogeneity.as_ref());
+            f.write_all((pretty(&report) + "\n").as_bytes())?;
             Some(f)
         }
         None => None,
     };
-    print_model(&model, args.all_rows, out)?;
-    if data.cluster().is_some() {
-        print_heterogeneity(&data, &model, args.threads, out)?;
+    print_model(&model, &diagnostics, args.all_rows, out)?;
+    if let Some(h) = &heterogeneity {
+        print_heterogeneity(h, &model, out)?;
     }
     if args.profile {
         print_profile(&data, &model, args.threads, out)?;
@@ -646,28 +656,19 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
 /// The annotator-heterogeneity diagnostic of a fit whose data have cluster ids (issue 20),
 /// with its warning unless the model's intervals are already cluster-aware.
 fn print_heterogeneity(
-    data: &Dataset,
+    h: &hetreward::Result<Heterogeneity>,
     model: &RewardModel,
-    threads: usize,
     out: &mut Out,
 ) -> Result<(), Failure> {
-    let h = match hetreward::parallel::run_in_pool(threads, || {
-        hetreward::cluster::heterogeneity(data, model.params())
-    })? {
+    let h = match h {
         Ok(h) => h,
         Err(e) => {
             outln!(out, "heterogeneity: not computed ({e})");
             return Ok(());
         }
     };
+    let name = |c: usize| json::coefficient_name(model.d1(), c);
     let d1 = model.d1();
-    let name = |c: usize| {
-        if c < d1 {
-            format!("theta_{c}")
-        } else {
-            format!("gamma_{}", c - d1)
-        }
-    };
     let (theta_max, gamma_max) = (
         h.design_effects[..d1].iter().fold(0.0f64, |m, &v| m.max(v)),
         h.design_effects[d1..].iter().fold(0.0f64, |m, &v| m.max(v)),
@@ -880,9 +881,10 @@ fn run_inspect(
 ) -> Result<(), Failure> {
     let model = load_model(path, wald)?;
     if as_json {
-        outln!(out, "{}", pretty(&json::model_report(&model)));
+        let report = json::model_report(&model, &model.diagnostics(), None);
+        outln!(out, "{}", pretty(&report));
     } else {
-        print_model(&model, all_rows, out)?;
+        print_model(&model, &model.diagnostics(), all_rows, out)?;
     }
     Ok(())
 }
@@ -1090,7 +1092,14 @@ fn ci_label(alpha: f64) -> String {
     format!("ci{}", (1000.0 * (1.0 - alpha)).round() / 10.0)
 }
 
-fn print_model(model: &RewardModel, all_rows: bool, out: &mut Out) -> Result<(), Failure> {
+/// Prints `model` with its interval diagnostics `d` (`model.diagnostics()`, or
+/// `model.diagnostics_on(data)` at fit time, when the data's cluster ids are known).
+fn print_model(
+    model: &RewardModel,
+    d: &IntervalDiagnostics,
+    all_rows: bool,
+    out: &mut Out,
+) -> Result<(), Failure> {
     let r = model.report();
     outln!(
         out,
@@ -1142,7 +1151,6 @@ fn print_model(model: &RewardModel, all_rows: bool, out: &mut Out) -> Result<(),
     if c.requested() == IntervalMethod::Auto {
         outln!(out, "auto: {}", auto_reason(c.method()));
     }
-    let d = model.diagnostics();
     outln!(
         out,
         "diagnostics: d1/n = {:.4}; MLE finite: {}; max |gamma_hat| = {:.4}; diverged refits {:.1}%",

@@ -1770,10 +1770,59 @@ fn fit_with_cluster_ids_uses_cluster_intervals_under_auto_and_reports_heterogene
         loaded.calibration().gamma_draws(),
         library.calibration().gamma_draws()
     );
-    // Independent intervals on the same data: the diagnostic warns in plain words.
-    let wald = ok(&["fit", s(&path), "--out", s(&out)]);
+    // Independent intervals on the same data: the diagnostic warns in plain words, the
+    // small-sample hint recommends the cluster-aware method (not the bootstrap), and the JSON
+    // report carries the diagnostic: the library's figures.
+    let report = dir.path().join("r.json");
+    let wald = ok(&["fit", s(&path), "--out", s(&out), "--report", s(&report)]);
     assert!(
         wald.contains("warning: annotators differ beyond their covariates"),
         "{wald}"
     );
+    assert!(
+        wald.contains("comparisons per parameter")
+            && wald.contains("refit with --intervals cluster-onestep")
+            && !wald.contains("--intervals bootstrap"),
+        "{wald}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let h = hetreward::cluster::heterogeneity(&data, library.params()).unwrap();
+    let het = &json["heterogeneity"];
+    assert_eq!(het["clusters"], 40);
+    let got: Vec<f64> = serde_json::from_value(het["design_effects"].clone()).unwrap();
+    assert_eq!(got.len(), d1 + d2);
+    for (g, w) in got.iter().zip(&h.design_effects) {
+        assert!(
+            (g - w).abs() < 1e-9 * w,
+            "{got:?} vs {:?}",
+            h.design_effects
+        );
+    }
+    assert_eq!(het["coefficients"][d1], "gamma_0");
+    assert!(het["warning"]
+        .as_str()
+        .unwrap()
+        .contains("annotators differ"));
+    assert!(json["diagnostics"]["warning"]
+        .as_str()
+        .unwrap()
+        .contains("cluster-onestep"));
+    // Without cluster ids there is no diagnostic and the hint stays the bootstrap.
+    let plain = dir.path().join("plain.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let stripped: String = text
+        .lines()
+        .map(|l| l.split_once(',').unwrap().1.to_string() + "\n")
+        .collect();
+    std::fs::write(&plain, stripped).unwrap();
+    let unclustered = ok(&["fit", s(&plain), "--out", s(&out), "--report", s(&report)]);
+    assert!(
+        unclustered.contains("refit with --intervals bootstrap")
+            && !unclustered.contains("heterogeneity:"),
+        "{unclustered}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(json["heterogeneity"].is_null());
 }

@@ -38,6 +38,9 @@ pub struct Heterogeneity {
     /// Per coefficient (theta first, then gamma): the CR1 cluster-robust variance over the
     /// inverse expected information's (the paper's) variance.
     pub design_effects: Vec<f64>,
+    /// Per coefficient: its effective number of clusters `k` (Kish's count of the clusters'
+    /// contributions, at most `G - 1`): the design effect's noise SD is about `sqrt(2 / k)`.
+    pub effective_clusters: Vec<f64>,
     /// Per coefficient: the standardised excess `(design effect - 1) / sqrt(2 / k)`, `k` its
     /// effective number of clusters.
     pub excess_z: Vec<f64>,
@@ -78,7 +81,7 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
             model.gamma_cov[(c - d1, c - d1)]
         }
     };
-    let (design_effects, excess_z): (Vec<f64>, Vec<f64>) = (0..data.n_params())
+    let per_coefficient: Vec<(f64, f64)> = (0..data.n_params())
         .map(|c| {
             let v: Vec<f64> = draws
                 .values
@@ -89,10 +92,16 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
                 .collect();
             let mean = v.iter().sum::<f64>() / g;
             let robust = cr1 * v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>();
-            let de = robust / model_var(c);
-            (de, (de - 1.0) / (2.0 / effective_df(&v, 1.0)).sqrt())
+            (robust / model_var(c), effective_df(&v, 1.0))
         })
-        .unzip();
+        .collect();
+    let (design_effects, effective_clusters): (Vec<f64>, Vec<f64>) =
+        per_coefficient.into_iter().unzip();
+    let excess_z: Vec<f64> = design_effects
+        .iter()
+        .zip(&effective_clusters)
+        .map(|(de, k)| (de - 1.0) / (2.0 / k).sqrt())
+        .collect();
     let worst = (0..excess_z.len())
         .max_by(|&a, &b| excess_z[a].total_cmp(&excess_z[b]))
         .unwrap_or(0);
@@ -117,6 +126,7 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
     Ok(Heterogeneity {
         clusters: clusters.len(),
         design_effects,
+        effective_clusters,
         excess_z,
         worst,
         independent_coverage,

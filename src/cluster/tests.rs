@@ -338,3 +338,37 @@ fn heterogeneity_warns_when_annotators_differ_and_not_when_they_do_not() {
     assert!(warned(0.0) <= 2);
     assert!(warned(0.6) >= 10);
 }
+
+#[test]
+fn small_sample_hint_recommends_the_cluster_method_when_the_data_have_cluster_ids() {
+    use crate::RewardModel;
+    let data = annotator_effects(25, 20, 0.3, 7);
+    let model = RewardModel::estimate(
+        &data,
+        &FitOptions::default(),
+        CovarianceKind::Expected,
+        &FitControl::default(),
+    )
+    .unwrap();
+    let clustered = model.diagnostics_on(&data).warning.expect("n = 500: hint");
+    assert!(
+        clustered.contains("comparisons per parameter")
+            && clustered.contains("--intervals cluster-onestep")
+            && !clustered.contains("--intervals bootstrap"),
+        "{clustered}"
+    );
+    // Without the ids (a model on its own, or data without them) the issue-11 hint stands.
+    let plain = model.diagnostics().warning.unwrap();
+    assert!(plain.contains("--intervals bootstrap"), "{plain}");
+    let ids_dropped = Dataset::new(
+        data.d1(),
+        data.d2(),
+        data.z().to_vec(),
+        data.psi0().to_vec(),
+        data.psi().to_vec(),
+        data.y().to_vec(),
+        None,
+    )
+    .unwrap();
+    assert_eq!(plain, model.diagnostics_on(&ids_dropped).warning.unwrap());
+}

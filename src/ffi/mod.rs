@@ -26,6 +26,7 @@ pub mod enums;
 pub mod coefficients;
 pub mod dataset;
 pub mod fitter;
+pub mod heterogeneity;
 pub mod intervals;
 pub mod model;
 pub mod shard;

@@ -629,6 +629,26 @@ class Model(_Handle):
             "warning": buf.value.decode() if i.has_warning else None,
         }
 
+    def heterogeneity(self, dataset: "Dataset") -> dict:
+        """The annotator-heterogeneity diagnostic of this model's estimate on ``dataset`` (which
+        must have cluster ids, e.g. the data it was fitted on): per coefficient (theta, then
+        gamma) ``design_effects`` (cluster-robust CR1 variance / expected-information variance;
+        near 1 when comparisons are independent given the covariates) and
+        ``effective_clusters`` (k: the design effect's noise SD is about sqrt(2 / k)); the
+        number of ``clusters``; the ``worst`` coefficient's index, its ``excess_z``
+        ((design effect - 1) / sqrt(2 / k)) and ``independent_coverage`` (about what a 95%
+        interval assuming independence covers); ``warning`` (bool: such intervals would
+        under-cover). Raises :class:`InvalidArgumentError` without cluster ids."""
+        p = self.d1 + self.d2
+        de, k = np.empty(p), np.empty(p)
+        i = _n.hetreward_heterogeneity()
+        _check(lib.hetreward_model_heterogeneity(
+            self._live(), dataset._live(), p, de.ctypes.data_as(POINTER(c_double)),
+            k.ctypes.data_as(POINTER(c_double)), byref(i)))
+        return {"clusters": i.clusters, "design_effects": de, "effective_clusters": k,
+                "worst": i.worst, "excess_z": i.worst_excess_z,
+                "independent_coverage": i.independent_coverage, "warning": bool(i.warning)}
+
     def wald(self) -> "Model":
         """A copy of the model with the paper's Wald intervals, whatever method it carries."""
         out = POINTER(_n.hetreward_model)()

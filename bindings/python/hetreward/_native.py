@@ -140,6 +140,17 @@ class hetreward_interval_info(Structure):
     ]
 
 
+class hetreward_heterogeneity(Structure):
+    _fields_ = [
+        ("clusters", c_size_t),
+        ("worst", c_size_t),
+        ("worst_design_effect", c_double),
+        ("worst_excess_z", c_double),
+        ("independent_coverage", c_double),
+        ("warning", c_bool),
+    ]
+
+
 class hetreward_fit_report(Structure):
     _fields_ = [
         ("solver", hetreward_solver),
@@ -302,6 +313,11 @@ PROTOTYPES = {
     "hetreward_model_interval_warning": (
         hetreward_status,
         [_P(hetreward_model), c_char_p, c_size_t, _P(c_size_t)],
+    ),
+    "hetreward_model_heterogeneity": (
+        hetreward_status,
+        [_P(hetreward_model), _P(hetreward_dataset), c_size_t, _P(c_double), _P(c_double),
+         _P(hetreward_heterogeneity)],
     ),
     "hetreward_model_wald": (hetreward_status, [_P(hetreward_model), _P(_P(hetreward_model))]),
     "hetreward_model_save": (hetreward_status, [_P(hetreward_model), c_char_p]),

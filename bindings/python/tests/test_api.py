@@ -492,3 +492,24 @@ def test_calibrated_intervals():
             hr.Fitter(intervals="bootstrap", bootstrap_reps=5)
         with pytest.raises(ValueError):
             hr.Fitter(intervals="profile")
+
+
+def test_heterogeneity_diagnostic(data, model):
+    # Comparisons independent given the covariates: design effects near 1, no warning; the
+    # summary is the largest standardised excess; a dataset without ids is refused by name.
+    with hr.Dataset(**data) as ds:
+        h = model.heterogeneity(ds)
+    p = D1 + D2
+    assert h["clusters"] == 20 and len(h["design_effects"]) == p
+    assert np.all((h["effective_clusters"] >= 1) & (h["effective_clusters"] <= 19))
+    excess = (h["design_effects"] - 1) / np.sqrt(2 / h["effective_clusters"])
+    assert h["worst"] == int(np.argmax(excess))
+    assert h["excess_z"] == pytest.approx(excess[h["worst"]], rel=1e-12)
+    assert np.all((h["design_effects"] > 0.3) & (h["design_effects"] < 2.5))
+    de = h["design_effects"][h["worst"]]
+    coverage = math.erf(1.959963984540054 / math.sqrt(2 * de))
+    assert h["independent_coverage"] == pytest.approx(coverage)
+    assert not h["warning"]
+    with hr.Dataset(**{**data, "cluster": None}) as ds, \
+            pytest.raises(hr.InvalidArgumentError, match="cluster"):
+        model.heterogeneity(ds)

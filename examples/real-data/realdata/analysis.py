@@ -56,12 +56,29 @@ def predict(model, z, psi):
     return sigmoid(sigma * (z @ model.theta))
 
 
-def held_out_scores(p, y):
-    """Mean log-loss and accuracy of probabilities p for labels y."""
+def held_out_scores(p, y, groups=None):
+    """Mean log-loss and accuracy of probabilities p for labels y; with ``groups`` (e.g. the
+    question of each judgment) also their standard errors with the groups as clusters
+    (``log_loss_se``, ``accuracy_se``: judgments of one question are not independent)."""
     eps = 1e-12
     pc = np.clip(p, eps, 1 - eps)
-    return dict(log_loss=float(-np.mean(y * np.log(pc) + (1 - y) * np.log(1 - pc))),
-                accuracy=float(np.mean((p > 0.5) == (y > 0.5))), n=int(len(y)))
+    loss = -(y * np.log(pc) + (1 - y) * np.log(1 - pc))
+    hit = ((p > 0.5) == (y > 0.5)).astype(np.float64)
+    out = dict(log_loss=float(np.mean(loss)), accuracy=float(np.mean(hit)), n=int(len(y)))
+    if groups is not None:
+        out.update(log_loss_se=clustered_mean_se(loss, groups),
+                   accuracy_se=clustered_mean_se(hit, groups))
+    return out
+
+
+def clustered_mean_se(v, groups):
+    """The cluster-robust standard error of the mean of v with clusters ``groups``:
+    sqrt(Q / (Q - 1) * sum_q (sum_{i in q} (v_i - mean))^2) / n over Q groups."""
+    v = np.asarray(v, np.float64)
+    _, g = np.unique(np.asarray(groups), return_inverse=True)
+    q = g.max() + 1
+    sums = np.bincount(g, weights=v - v.mean(), minlength=q)
+    return float(math.sqrt(q / (q - 1) * np.sum(sums ** 2)) / len(v))
 
 
 def fit(z, y, psi=None, cluster=None, covariance="expected", intervals=None, seed=None):
@@ -149,7 +166,7 @@ def cross_fit(z, d, folds, hetero=True):
 
 def dimension_scan(pca_phi, d, folds, dims):
     """Held-out log-loss and accuracy of the heterogeneous and homogeneous models by PCA
-    dimension (question-level folds)."""
+    dimension (question-level folds), with standard errors over questions."""
     out = []
     for k in dims:
         phi = {key: v[:k] for key, v in pca_phi.items()}
@@ -158,10 +175,57 @@ def dimension_scan(pca_phi, d, folds, dims):
         for name, het in (("hetero", True), ("homo", False)):
             p, fails = cross_fit(z, d, folds, het)
             ok = ~np.isnan(p)
-            row[name] = held_out_scores(p[ok], d.y[ok]) if ok.any() else None
+            row[name] = held_out_scores(p[ok], d.y[ok], d.question[ok]) if ok.any() else None
             row[name + "_failures"] = fails
         out.append(row)
     return out
+
+
+def subset(d, rows):
+    """The judgments ``rows`` (a boolean mask) of ``d``."""
+    idx = np.flatnonzero(rows)
+    return MTData(rows=[d.rows[i] for i in idx], y=d.y[idx], psi=d.psi[idx],
+                  cluster=d.cluster[idx], question=d.question[idx], judges=d.judges, ties=0)
+
+
+def nested_cross_fit(pca_phi, d, folds, dims, seed, hetero=True):
+    """Held-out probabilities with d1 chosen by NESTED cross-validation: for each outer fold,
+    d1 is the dimension with the lowest log-loss over inner question-level folds of the other
+    folds' questions only, then the model of that d1 is fitted on them and predicts the outer
+    fold. The accuracy so obtained never saw the judgments it reports. Returns (p, chosen d1
+    per outer fold, failures)."""
+    p = np.full(len(d.y), np.nan)
+    fold = np.array([folds[q] for q in d.question])
+    outer = sorted(set(folds.values()))
+    chosen, failures = {}, []
+    for k in outer:
+        tr = fold != k
+        inner_d = subset(d, tr)
+        inner_folds = question_folds(set(inner_d.question.tolist()), len(outer) - 1, seed + 1 + k)
+        scan = dimension_scan(pca_phi, inner_d, inner_folds, dims)
+        key = "hetero" if hetero else "homo"
+        ok = [r for r in scan if r[key] and not r[key + "_failures"]]
+        chosen[k] = min(ok, key=lambda r: r[key]["log_loss"])["dim"]
+        z = mt_z(d, {key_: v[:chosen[k]] for key_, v in pca_phi.items()})
+        try:
+            m = fit(z[tr], d.y[tr], d.psi[tr] if hetero else None)
+        except hr.HetrewardError as e:
+            failures.append(f"fold {k}: {e.status_name}: {e.message}")
+            continue
+        with m:
+            p[~tr] = predict(m, z[~tr], d.psi[~tr] if hetero else None)
+    return p, chosen, failures
+
+
+def trivial_cross_fit(d, folds):
+    """The trivial baseline that reads no text and knows no LLM: every held-out judgment gets
+    the training folds' frequency of "model_b preferred" (so it always predicts the majority
+    side: on this order-matched subset, the second answer)."""
+    fold = np.array([folds[q] for q in d.question])
+    p = np.empty(len(d.y))
+    for k in sorted(set(folds.values())):
+        p[fold == k] = d.y[fold != k].mean()
+    return p
 
 
 def choose_dim(scan):
@@ -169,6 +233,41 @@ def choose_dim(scan):
     fitted)."""
     ok = [r for r in scan if r["hetero"] and not r["hetero_failures"]]
     return min(ok, key=lambda r: r["hetero"]["log_loss"])["dim"]
+
+
+def heterogeneity(m, z, d):
+    """The library's annotator-heterogeneity diagnostic of model m on the MT-Bench data with
+    the judges as clusters (design effect per coefficient, effective judges, warning)."""
+    n = len(d.y)
+    with hr.Dataset(np.ascontiguousarray(z, np.float64), np.ones(n),
+                    np.ascontiguousarray(d.psi, np.float64), np.ascontiguousarray(d.y, np.float64),
+                    np.ascontiguousarray(d.cluster, np.int64)) as ds:
+        h = m.heterogeneity(ds)
+    return dict(h, design_effects=h["design_effects"].tolist(),
+                effective_clusters=h["effective_clusters"].tolist())
+
+
+def judge_bootstrap(z, d, reps, seed, alpha=ALPHA):
+    """The judge-resampling (cluster pairs) bootstrap of gamma: ``reps`` times, draw the
+    judges with replacement (seeded), refit with the library on their judgments (a judge drawn
+    twice counts twice, as a new cluster), and record gamma. Returns the SD, the percentile
+    interval and how many refits failed (dropped)."""
+    rng = np.random.default_rng(seed)
+    judges = np.unique(d.cluster)
+    rows = {g: np.flatnonzero(d.cluster == g) for g in judges}
+    draws, failed = [], 0
+    for _ in range(reps):
+        pick = rng.choice(judges, size=len(judges), replace=True)
+        idx = np.concatenate([rows[g] for g in pick])
+        try:
+            with fit(z[idx], d.y[idx], d.psi[idx]) as m:
+                draws.append(float(m.gamma[0]))
+        except hr.HetrewardError:
+            failed += 1
+    g = np.array(draws)
+    return dict(reps=reps, failed=failed, gamma_sd=float(g.std(ddof=1)),
+                gamma_ci=(float(np.quantile(g, alpha / 2)),
+                          float(np.quantile(g, 1 - alpha / 2))))
 
 
 def model_params(m, alpha=ALPHA):
@@ -353,7 +452,8 @@ def best_of_n(d, z, phibar, questions, folds, mt, alpha=ALPHA):
                         pbon, cand = m.select(phi, alpha=alpha, policy="pbon")
                         rates = [hs[(q, mm)]["rate"] for mm in subset]
                         acc = per_n.setdefault(n, dict(bon=[], pbon=[], random=[], oracle=[],
-                                                       differ=[]))
+                                                       differ=[], question=[]))
+                        acc["question"].append(q)
                         acc["bon"].append(rates[bon])
                         acc["pbon"].append(rates[pbon])
                         acc["random"].append(float(np.mean(rates)))
@@ -367,14 +467,57 @@ def best_of_n(d, z, phibar, questions, folds, mt, alpha=ALPHA):
     for n in sorted(per_n):
         a = per_n[n]
         diff = np.array(a["pbon"]) - np.array(a["bon"])
+        se = question_bootstrap_se(a, ("bon", "pbon", "random", "oracle"), BOOTSTRAP_REPS,
+                                   BOOTSTRAP_SEED + n)
         table.append(dict(n=n, sets=len(a["bon"]), bon=float(np.mean(a["bon"])),
                           pbon=float(np.mean(a["pbon"])), random=float(np.mean(a["random"])),
                           oracle=float(np.mean(a["oracle"])),
                           differ=float(np.mean(a["differ"])),
                           pbon_minus_bon=float(diff.mean()),
-                          pbon_minus_bon_se=float(diff.std(ddof=1) / math.sqrt(len(diff)))
-                          if len(diff) > 1 else float("nan")))
+                          bon_se=se["bon"], pbon_se=se["pbon"], random_se=se["random"],
+                          oracle_se=se["oracle"], pbon_minus_bon_se=se["pbon - bon"]))
     return table, first
+
+
+BOOTSTRAP_REPS = 2000
+BOOTSTRAP_SEED = 20261127
+
+
+def question_bootstrap_se(a, keys, reps, seed):
+    """Paired bootstrap over questions: draw the questions with replacement (seeded), take
+    every candidate set of each drawn question, and recompute the means of ``keys`` and of
+    pbon - bon; their SDs over the ``reps`` draws are the standard errors (sets of one question
+    share its answers and judgments, so the question is the unit)."""
+    q = np.array(a["question"])
+    uq, g = np.unique(q, return_inverse=True)
+    cols = {k: np.array(a[k], np.float64) for k in keys}
+    cols["pbon - bon"] = cols["pbon"] - cols["bon"]
+    sums = {k: np.bincount(g, weights=v, minlength=len(uq)) for k, v in cols.items()}
+    counts = np.bincount(g, minlength=len(uq)).astype(np.float64)
+    rng = np.random.default_rng(seed)
+    w = np.stack([np.bincount(rng.integers(0, len(uq), len(uq)), minlength=len(uq))
+                  for _ in range(reps)]).astype(np.float64)
+    total = w @ counts
+    return {k: float(np.std((w @ s) / total, ddof=1)) for k, s in sums.items()}
+
+
+def sign_test(first):
+    """Is pBoN better than BoN at N = 6? Over the questions where the two choose differently:
+    how often pBoN's choice has the higher human win rate, the exact two-sided sign test and
+    the exact paired permutation (sign-flip) test of the mean difference."""
+    diffs = np.array([f["pbon_rate"] - f["bon_rate"] for f in first if f["pbon"] != f["bon"]])
+    m = len(diffs)
+    better, worse = int(np.sum(diffs > 0)), int(np.sum(diffs < 0))
+    k = better + worse
+    tail = sum(math.comb(k, i) for i in range(min(better, worse) + 1)) / 2 ** k if k else 1.0
+    sign_p = min(1.0, 2 * tail)
+    observed = abs(diffs.sum())
+    flips = [abs(sum(s * x for s, x in zip(signs, diffs)))
+             for signs in itertools.product((1, -1), repeat=m)]
+    perm_p = float(np.mean([f >= observed - 1e-12 for f in flips])) if m else 1.0
+    return dict(questions=len(first), differ=m, pbon_better=better, bon_better=worse,
+                ties=m - k, mean_diff_over_all=float(diffs.sum() / max(len(first), 1)),
+                sign_p=sign_p, permutation_p=perm_p)
 
 
 def crossfit_majority_agreement(d, z, phibar, questions, folds, mt):

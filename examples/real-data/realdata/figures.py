@@ -71,7 +71,9 @@ def bon(table, path):
                               ("bon", "C0o-", "BoN (max reward)"),
                               ("pbon", "C3s-", "pBoN (max lower bound)"),
                               ("random", "C7--", "random answer")):
-        ax.plot(n, [r[key] for r in table], style, label=label)
+        # ± one SE from the paired bootstrap over questions.
+        ax.errorbar(n, [r[key] for r in table], yerr=[r[key + "_se"] for r in table],
+                    fmt=style, capsize=3, label=label)
     ax.set_xticks(n)
     ax.set_xlabel("N (candidate answers per question)")
     ax.set_ylabel("held-out human win rate of the choice")
@@ -111,10 +113,11 @@ def dimensions(scan, chosen, path):
     dims = [r["dim"] for r in scan]
     for key, style, label in (("hetero", "C3o-", "heterogeneous"),
                               ("homo", "C0s--", "homogeneous")):
-        ll = [r[key]["log_loss"] if r[key] else np.nan for r in scan]
-        acc = [r[key]["accuracy"] if r[key] else np.nan for r in scan]
-        a1.plot(dims, ll, style, label=label)
-        a2.plot(dims, acc, style, label=label)
+        # ± one SE over questions (judgments of a question are clustered).
+        for ax, what in ((a1, "log_loss"), (a2, "accuracy")):
+            v = [r[key][what] if r[key] else np.nan for r in scan]
+            se = [r[key][what + "_se"] if r[key] else np.nan for r in scan]
+            ax.errorbar(dims, v, yerr=se, fmt=style, capsize=3, label=label)
     for a in (a1, a2):
         a.set_xscale("log", base=2)
         a.set_xticks(dims)

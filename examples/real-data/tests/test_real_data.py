@@ -230,3 +230,49 @@ def test_report_states_provenance_and_subset(out, results):
         assert needle in text, needle
     for name in FIGURES:
         assert f"]({name})" in text, name
+
+
+def test_judges_as_clusters_and_baselines(results):
+    """Item 4 of issue 20: the heterogeneity diagnostic, the exact jackknife and the judge
+    bootstrap beside Wald; the trivial baseline; d1 by nested cross-validation; error bars and
+    the exact tests of pBoN against BoN."""
+    mt = results["mtbench"]
+    d1, fitted = mt["chosen_dim"], results["data"]["mtbench"]["fitted"]
+    het = mt["heterogeneity"]
+    assert len(het["design_effects"]) == len(het["effective_clusters"]) == d1 + 1
+    assert 2 <= het["clusters"] <= 65
+    assert all(1 <= k <= het["clusters"] - 1 for k in het["effective_clusters"])
+    assert het["worst"] == int(np.argmax([(de - 1) / np.sqrt(2 / k) for de, k in zip(
+        het["design_effects"], het["effective_clusters"])]))
+    jk = mt["rationality"]["cluster_jackknife"]
+    assert jk["method"] == "cluster-jackknife" and jk["intervals"]["reps"] == het["clusters"]
+    assert jk["gamma_ci"][0] < jk["gamma"] < jk["gamma_ci"][1]
+    jb = mt["judge_bootstrap"]
+    assert jb["gamma_sd"] > 0 and jb["failed"] < jb["reps"] // 10, jb
+    held = mt["held_out"]
+    # Always the second answer: every fold's training share of model_b wins is on one side of
+    # 1/2, so the held-out accuracy is that side's share.
+    share = held["majority_b"]
+    assert abs(held["always_b"]["accuracy"] - max(share, 1 - share)) < 1e-12, held["always_b"]
+    for key in ("hetero", "homo"):
+        chosen = held["nested_dims"][key]
+        assert len(chosen) == results["folds"] and set(chosen.values()) <= set(mt["dims"])
+        assert held[key + "_nested"]["n"] == fitted and held[key + "_nested"]["accuracy_se"] > 0
+    for b in mt["bon"]:
+        for key in ("bon", "pbon", "random", "oracle", "pbon_minus_bon"):
+            assert np.isfinite(b[key + "_se"]) and b[key + "_se"] >= 0, (key, b)
+    t = mt["bon_test"]
+    choices = mt["bon_choices"]
+    assert t["questions"] == len(choices)
+    assert t["differ"] == sum(c["bon"] != c["pbon"] for c in choices)
+    assert t["pbon_better"] + t["bon_better"] + t["ties"] == t["differ"]
+    assert 0 < t["sign_p"] <= 1 and 0 < t["permutation_p"] <= 1
+
+
+def test_readme_headline_is_what_the_code_produces(out, results):
+    """On the full data, every line of the headline table the run renders is in README.md."""
+    if results["subset"] != "full":
+        pytest.skip("the README's headline is the full data's")
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    for line in (out / "headline.md").read_text().splitlines():
+        assert line in readme, line

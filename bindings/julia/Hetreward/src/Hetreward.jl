@@ -149,6 +149,15 @@ struct hetreward_interval_info
     has_warning::Bool
 end
 
+struct hetreward_heterogeneity
+    clusters::Csize_t
+    worst::Csize_t
+    worst_design_effect::Cdouble
+    worst_excess_z::Cdouble
+    independent_coverage::Cdouble
+    warning::Bool
+end
+
 struct hetreward_fit_report
     solver::hetreward_solver
     covariance::hetreward_covariance
@@ -359,6 +368,13 @@ hetreward_model_intervals(model, out_info) =
 hetreward_model_interval_warning(model, buf, buf_len, out_len) =
     @ccall libhetreward.hetreward_model_interval_warning(model::Ptr{hetreward_model},
         buf::Ptr{Cchar}, buf_len::Csize_t, out_len::Ptr{Csize_t})::hetreward_status
+
+hetreward_model_heterogeneity(model, dataset, len, out_design_effects, out_effective_clusters,
+                              out_info) =
+    @ccall libhetreward.hetreward_model_heterogeneity(model::Ptr{hetreward_model},
+        dataset::Ptr{hetreward_dataset}, len::Csize_t, out_design_effects::Ptr{Cdouble},
+        out_effective_clusters::Ptr{Cdouble},
+        out_info::Ptr{hetreward_heterogeneity})::hetreward_status
 
 hetreward_model_wald(model, out_model) =
     @ccall libhetreward.hetreward_model_wald(model::Ptr{hetreward_model},
@@ -983,6 +999,26 @@ function intervals(model::Model)
             mle_finite = i.mle_finite, max_abs_gamma = i.max_abs_gamma,
             diverged_share = i.diverged_share,
             warning = i.has_warning ? String(buf[1:len[]]) : nothing)
+end
+
+"""
+    heterogeneity(model, dataset) -> NamedTuple
+
+The annotator-heterogeneity diagnostic of the model's estimate on `dataset` (which must have
+cluster ids): per coefficient (theta, then gamma) `design_effects` (cluster-robust / model
+variance) and `effective_clusters`; `clusters`, the `worst` coefficient (1-based), its
+`excess_z` and `independent_coverage`, and `warning` (Bool).
+"""
+function heterogeneity(model::Model, dataset::Dataset)
+    p = Int(hetreward_model_d1(live(model)) + hetreward_model_d2(live(model)))
+    de, k = Vector{Cdouble}(undef, p), Vector{Cdouble}(undef, p)
+    info = Ref{hetreward_heterogeneity}()
+    GC.@preserve model dataset de k check(hetreward_model_heterogeneity(live(model),
+        live(dataset), p, pointer(de), pointer(k), info))
+    i = info[]
+    return (clusters = Int(i.clusters), design_effects = de, effective_clusters = k,
+            worst = Int(i.worst) + 1, excess_z = i.worst_excess_z,
+            independent_coverage = i.independent_coverage, warning = i.warning)
 end
 
 """
