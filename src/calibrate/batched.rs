@@ -15,11 +15,17 @@
 //! first CG direction meets non-positive curvature, the shared Armijo line search
 //! (`crate::fit::line_search::backtrack`, here along precomputed per-sample changes) and the
 //! shared stopping rule (`crate::fit::stop_reason`) — preconditioned by the expected
-//! information at the common start, factored once per start (`Preconditioner`): it does not
+//! information at the common start, inverted once per calibration (`Preconditioner`): it does not
 //! depend on the labels, and the refits start at the truth they are drawn from and move about
 //! one standard error, so it is close to every refit's Hessian (the preconditioner only sets
 //! CG's speed, never the answer). Against the plain fit's preconditioner (theta block at
 //! `theta = 0`, rescaled) it cuts CG iterations by ~35% at the paper's shape (BENCHMARKS.md).
+//!
+//! The Hessian products run in single precision over z (f32 GEMMs, coefficients formed in
+//! f64): they only steer CG, whose relative residual target `forcing(|g|)` stays far above
+//! f32's error; the gradients and the line search's `Z D`, which define the optimum, stay in
+//! f64. The per-sample terms of each refit (an exp and a log each) are computed once per
+//! Newton step, not once per Hessian product.
 //!
 //! Deterministic whatever the thread count: the GEMMs split their output into fixed blocks
 //! (each block one sequential faer GEMM on views of z), and all per-refit arithmetic is serial per
@@ -31,8 +37,11 @@ use crate::fit::line_search::backtrack;
 use crate::fit::newton_cg::{forcing, MAX_CG_ITERATIONS};
 use crate::fit::{finite_point, stop_reason, Limits, Termination};
 use crate::likelihood::expected_information;
-use crate::linalg::{dot, gemm_row_block, gemm_tn_block_add, ridged_cholesky};
-use crate::model::{sample_terms, Params};
+use crate::linalg::{
+    dot, gemm_row_block, gemm_tn_block_add, lower_inverse_in_place, matmul, matmul_tn,
+    ridged_cholesky, Scalar,
+};
+use crate::model::{sample_terms, Params, SampleTerms};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,100 +53,142 @@ pub(crate) const BATCH: usize = 128;
 const ROW_BLOCK: usize = 512;
 /// Columns of z (rows of the output) per block of the `Z^T C` product.
 const COL_BLOCK: usize = 128;
-/// Rows of z widened to f64 at a time (f32 storage) in `Z^T C`.
+/// Rows of z converted at a time (z stored in the other precision) in `Z^T C`.
 const WIDEN_ROWS: usize = 1024;
 
-/// The batch's preconditioner: the Cholesky factor of the expected information at the common
-/// start (every block exact there; one Gram product of `n (d1 + d2)^2 / 2` flops, built once
-/// per start and shared by all its batches).
+/// The batch's preconditioner: the inverse of the expected information at the common start
+/// (every block exact there; one Gram product of `n (d1 + d2)^2 / 2` flops and an inverse of
+/// `(d1 + d2)^3` flops, built once per calibration and shared by all its batches). Held
+/// explicitly so that each CG iteration's `M^-1 R` is one tiled GEMM (a column-by-column
+/// triangular solve of `(d1 + d2) x k` ran at ~1 GFlop/s, a quarter of a d1 = 512 batch).
 pub(crate) struct Preconditioner {
-    factor: nalgebra::Cholesky<f64, nalgebra::Dyn>,
+    inverse: DMatrix<f64>,
 }
 
 impl Preconditioner {
     /// At `start` on `data` (expected information: labels play no part). A small ridge is
     /// added and grown until it factorises.
     pub(crate) fn at(data: &Dataset, start: &Params) -> Self {
-        let l = ridged_cholesky(expected_information(data, start));
-        Preconditioner {
-            factor: nalgebra::Cholesky::pack_dirty(l),
-        }
+        let mut l = ridged_cholesky(expected_information(data, start));
+        // M^-1 = L^-T L^-1.
+        lower_inverse_in_place(&mut l);
+        let inverse = matmul_tn(&l, &l);
+        Preconditioner { inverse }
     }
 
     /// `M^-1 R` for the stacked columns of `r` (`(d1 + d2) x k`).
     fn apply(&self, r: &DMatrix<f64>) -> DMatrix<f64> {
-        self.factor.solve(r)
+        matmul(&self.inverse, r)
     }
 }
 
-/// Widens a row block of z to f64 (`rows x cols` row-major, starting at row `r0`, column `c0`).
-fn widen(data: &Dataset, r0: usize, rows: usize, c0: usize, cols: usize, out: &mut Vec<f64>) {
-    let d1 = data.d1();
+/// The precisions of the batch's GEMMs over z: `f64` for the gradients and the line search's
+/// `Z D` (they define the optimum), `f32` for CG's Hessian products (they only steer CG,
+/// whose residual target, `forcing(|g|) |g|` relative, stays far above single precision's
+/// ~1e-6 relative error; twice the GEMM rate and half the bytes of z read).
+trait Precision: Scalar {
+    /// z itself, when stored in this precision (a zero-copy view).
+    fn stored<'a>(z: &FeatureMatrix<'a>) -> Option<&'a [Self]>;
+    /// Rows `r0..r0 + rows`, columns `c0..c0 + cols` of z converted into `out` (row-major).
+    fn convert(data: &Dataset, r0: usize, rows: usize, c0: usize, cols: usize, out: &mut Vec<Self>);
+}
+
+/// Copies a block of z into `out`, converting each value by `f`.
+fn block_into<S: Copy, T>(
+    z: &[S],
+    d1: usize,
+    (r0, rows): (usize, usize),
+    (c0, cols): (usize, usize),
+    out: &mut Vec<T>,
+    f: impl Fn(S) -> T,
+) {
     out.clear();
-    match data.features() {
-        FeatureMatrix::F64(z) => {
-            for i in r0..r0 + rows {
-                out.extend_from_slice(&z[i * d1 + c0..i * d1 + c0 + cols]);
-            }
+    for i in r0..r0 + rows {
+        out.extend(z[i * d1 + c0..i * d1 + c0 + cols].iter().map(|&v| f(v)));
+    }
+}
+
+impl Precision for f64 {
+    fn stored<'a>(z: &FeatureMatrix<'a>) -> Option<&'a [f64]> {
+        match *z {
+            FeatureMatrix::F64(z) => Some(z),
+            FeatureMatrix::F32(_) => None,
         }
-        FeatureMatrix::F32(z) => {
-            for i in r0..r0 + rows {
-                out.extend(
-                    z[i * d1 + c0..i * d1 + c0 + cols]
-                        .iter()
-                        .map(|&v| f64::from(v)),
-                );
+    }
+    fn convert(data: &Dataset, r0: usize, rows: usize, c0: usize, cols: usize, out: &mut Vec<f64>) {
+        match data.features() {
+            FeatureMatrix::F64(z) => block_into(z, data.d1(), (r0, rows), (c0, cols), out, |v| v),
+            FeatureMatrix::F32(z) => {
+                block_into(z, data.d1(), (r0, rows), (c0, cols), out, f64::from)
             }
         }
     }
 }
 
-/// `Z V` for `v` `d1 x k` (column-major): `n x k` row-major.
-fn z_times(data: &Dataset, v: &DMatrix<f64>) -> Vec<f64> {
-    let (n, d1, k) = (data.n(), data.d1(), v.ncols());
-    let mut out = vec![0.0; n * k];
+impl Precision for f32 {
+    fn stored<'a>(z: &FeatureMatrix<'a>) -> Option<&'a [f32]> {
+        match *z {
+            FeatureMatrix::F32(z) => Some(z),
+            FeatureMatrix::F64(_) => None,
+        }
+    }
+    fn convert(data: &Dataset, r0: usize, rows: usize, c0: usize, cols: usize, out: &mut Vec<f32>) {
+        match data.features() {
+            FeatureMatrix::F64(z) => {
+                block_into(z, data.d1(), (r0, rows), (c0, cols), out, |v| v as f32)
+            }
+            FeatureMatrix::F32(z) => block_into(z, data.d1(), (r0, rows), (c0, cols), out, |v| v),
+        }
+    }
+}
+
+/// `Z V` in precision `T` for `v` `d1 x k` (column-major): `n x k` row-major.
+fn z_times<T: Precision>(data: &Dataset, v: &[T], k: usize) -> Vec<T> {
+    let (n, d1) = (data.n(), data.d1());
+    let mut out = vec![T::default(); n * k];
     out.par_chunks_mut(ROW_BLOCK * k.max(1))
         .enumerate()
         .for_each(|(blk, c)| {
             let r0 = blk * ROW_BLOCK;
             let rows = c.len() / k.max(1);
             let mut buf = Vec::new();
-            let a: &[f64] = match data.features() {
-                FeatureMatrix::F64(z) => &z[r0 * d1..(r0 + rows) * d1],
-                FeatureMatrix::F32(_) => {
-                    widen(data, r0, rows, 0, d1, &mut buf);
+            let a: &[T] = match T::stored(&data.features()) {
+                Some(z) => &z[r0 * d1..(r0 + rows) * d1],
+                None => {
+                    T::convert(data, r0, rows, 0, d1, &mut buf);
                     &buf
                 }
             };
-            gemm_row_block(c, a, rows, v);
+            gemm_row_block(c, a, rows, v, k);
         });
     out
 }
 
-/// `Z^T C` for `c` `n x k` row-major: `d1 x k` column-major.
-fn z_t_times(data: &Dataset, c: &[f64], k: usize) -> DMatrix<f64> {
+/// `Z^T C` in precision `T` for `c` `n x k` row-major: `d1 x k` column-major, in `f64`.
+fn z_t_times<T: Precision>(data: &Dataset, c: &[T], k: usize) -> DMatrix<f64> {
     let (n, d1) = (data.n(), data.d1());
-    let blocks: Vec<(usize, Vec<f64>)> = (0..d1.div_ceil(COL_BLOCK))
+    let stored = T::stored(&data.features());
+    let blocks: Vec<(usize, Vec<T>)> = (0..d1.div_ceil(COL_BLOCK))
         .into_par_iter()
         .map(|blk| {
             let c0 = blk * COL_BLOCK;
             let cols = COL_BLOCK.min(d1 - c0);
-            let mut out = vec![0.0; cols * k]; // cols x k row-major
+            let mut out = vec![T::default(); cols * k]; // cols x k row-major
             let mut buf = Vec::new();
             let mut r0 = 0;
             while r0 < n {
-                let rows = match data.features() {
-                    FeatureMatrix::F64(_) => n,
-                    FeatureMatrix::F32(_) => WIDEN_ROWS.min(n - r0),
+                // A view of z's columns c0..c0 + cols (all rows at once), or a converted copy
+                // of a row block of them.
+                let rows = if stored.is_some() {
+                    n
+                } else {
+                    WIDEN_ROWS.min(n - r0)
                 };
-                // This row block's columns c0..c0 + cols: a view into z or the widened copy.
                 let b = &c[r0 * k..(r0 + rows) * k];
-                match data.features() {
-                    FeatureMatrix::F64(z) => {
-                        gemm_tn_block_add(&mut out, z, d1, (r0, rows), (c0, cols), b, k)
-                    }
-                    FeatureMatrix::F32(_) => {
-                        widen(data, r0, rows, c0, cols, &mut buf);
+                match stored {
+                    Some(z) => gemm_tn_block_add(&mut out, z, d1, (r0, rows), (c0, cols), b, k),
+                    None => {
+                        T::convert(data, r0, rows, c0, cols, &mut buf);
                         gemm_tn_block_add(&mut out, &buf, cols, (0, rows), (0, cols), b, k)
                     }
                 }
@@ -150,7 +201,7 @@ fn z_t_times(data: &Dataset, c: &[f64], k: usize) -> DMatrix<f64> {
     for (c0, out) in blocks {
         for (j, row) in out.chunks_exact(k.max(1)).enumerate() {
             for (b, &v) in row.iter().enumerate() {
-                m[(c0 + j, b)] = v;
+                m[(c0 + j, b)] = v.to_f64();
             }
         }
     }
@@ -205,7 +256,7 @@ fn evaluate(data: &Dataset, refits: &mut [Refit], which: &[usize]) {
             row[j] = st.resid * st.sigma / n as f64;
         }
     });
-    let gt = z_t_times(data, &c, k);
+    let gt = z_t_times::<f64>(data, &c, k);
     let updates: Vec<(f64, Vec<f64>)> = which
         .par_iter()
         .enumerate()
@@ -237,29 +288,29 @@ fn stack(cols: &[&[f64]]) -> DMatrix<f64> {
     DMatrix::from_iterator(m, cols.len(), cols.iter().flat_map(|c| c.iter().copied()))
 }
 
-/// `H_b p_b` for the running refits `which` (observed or expected per refit): two GEMMs.
+/// `H_b p_b` for the running refits, given their per-sample `terms` at the current point
+/// (observed or expected Hessian per refit): two GEMMs.
 fn hessian_products(
     data: &Dataset,
-    refits: &[Refit],
-    which: &[usize],
+    terms: &[&[SampleTerms]],
     observed: &[bool],
     p: &DMatrix<f64>,
 ) -> DMatrix<f64> {
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
-    let k = which.len();
-    let pt = p.rows(0, d1).into_owned();
-    let a = z_times(data, &pt);
-    let mut ct = vec![0.0; n * k];
+    let k = terms.len();
+    // Single precision over z (see `Precision`); the coefficients are formed in f64.
+    let pt: Vec<f32> = p.rows(0, d1).iter().map(|&v| v as f32).collect();
+    let a = z_times::<f32>(data, &pt, k);
+    let mut ct = vec![0.0f32; n * k];
     let mut cg = vec![0.0; n * k];
     ct.par_chunks_mut(k)
         .zip(cg.par_chunks_mut(k))
         .enumerate()
         .for_each(|(i, (rt, rg))| {
             let psi = data.psi_row(i);
-            for (j, &b) in which.iter().enumerate() {
-                let r = &refits[b];
-                let st = sample_terms(r.t[i], r.sigma[i], r.y[i]);
-                let ai = a[i * k + j];
+            for (j, refit) in terms.iter().enumerate() {
+                let st = &refit[i];
+                let ai = f64::from(a[i * k + j]);
                 let bi = (0..d2).map(|l| psi[l] * p[(d1 + l, j)]).sum::<f64>();
                 let s = st.weight * (st.sigma * ai + st.t * bi);
                 let (x, y) = if observed[j] {
@@ -267,11 +318,11 @@ fn hessian_products(
                 } else {
                     (s * st.sigma, s * st.t)
                 };
-                rt[j] = x / n as f64;
+                rt[j] = (x / n as f64) as f32;
                 rg[j] = y / n as f64;
             }
         });
-    let ht = z_t_times(data, &ct, k);
+    let ht = z_t_times::<f32>(data, &ct, k);
     let mut out = DMatrix::<f64>::zeros(d1 + d2, k);
     out.rows_mut(0, d1).copy_from(&ht);
     if d2 > 0 {
@@ -324,6 +375,17 @@ fn directions(
     which: &[usize],
     pre: &Preconditioner,
 ) -> Vec<Vec<f64>> {
+    // The per-sample terms at each refit's current point, once per Newton step (not per
+    // Hessian product: each costs an exp and a log per sample and refit).
+    let terms: Vec<Vec<SampleTerms>> = which
+        .par_iter()
+        .map(|&b| {
+            let r = &refits[b];
+            (0..r.t.len())
+                .map(|i| sample_terms(r.t[i], r.sigma[i], r.y[i]))
+                .collect()
+        })
+        .collect();
     let mut cgs: Vec<Cg> = which
         .iter()
         .map(|&b| {
@@ -373,10 +435,10 @@ fn directions(
         if running.is_empty() {
             break;
         }
-        let ids: Vec<usize> = running.iter().map(|&j| which[j]).collect();
+        let running_terms: Vec<&[SampleTerms]> = running.iter().map(|&j| &terms[j][..]).collect();
         let observed: Vec<bool> = running.iter().map(|&j| cgs[j].observed).collect();
         let p = stack(&running.iter().map(|&j| &cgs[j].p[..]).collect::<Vec<_>>());
-        let hp = hessian_products(data, refits, &ids, &observed, &p);
+        let hp = hessian_products(data, &running_terms, &observed, &p);
         pending.clear();
         for (col, &j) in running.iter().enumerate() {
             let cg = &mut cgs[j];
@@ -432,7 +494,7 @@ pub(crate) fn batch(
 ) -> Result<Vec<(Params, Termination)>> {
     let Limits { tol, max_iter } = limits;
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
-    let t0 = z_times(data, &DMatrix::from_column_slice(d1, 1, &start.theta));
+    let t0 = z_times::<f64>(data, &start.theta, 1);
     let sigma0: Vec<f64> = (0..n)
         .map(|i| data.psi0()[i] + dot(&start.gamma, data.psi_row(i)))
         .collect();
@@ -472,11 +534,15 @@ pub(crate) fn batch(
         }
         let dirs = directions(data, &refits, &active, pre);
         // One GEMM for every trial point of every line search.
-        let dt = z_times(
-            data,
-            &stack(&dirs.iter().map(|d| &d[..d1]).collect::<Vec<_>>()),
-        );
         let k = active.len();
+        let dt = z_times::<f64>(
+            data,
+            &dirs
+                .iter()
+                .flat_map(|d| d[..d1].iter().copied())
+                .collect::<Vec<_>>(),
+            k,
+        );
         let steps: Vec<Option<Step>> = active
             .par_iter()
             .enumerate()

@@ -388,9 +388,10 @@ fn batched_refits_match_single_refits() {
     for f32_storage in [false, true] {
         let (data, hat, u) = large_problem(f32_storage);
         let reps = 6;
+        let pre = super::batched::Preconditioner::at(&data, &hat);
         let draw = |b| draws::labels(&u, 3, draws::Stream::Bootstrap, b);
         let together =
-            draws::batched_refits(&data, &hat, reps, draw, limits(1e-10, 50), None).unwrap();
+            draws::batched_refits(&data, &pre, &hat, reps, draw, limits(1e-10, 50), None).unwrap();
         for (b, (p, converged)) in together.iter().enumerate() {
             let sample = data.with_labels(draws::labels(&u, 3, draws::Stream::Bootstrap, b));
             let one =
@@ -420,10 +421,11 @@ fn batched_refits_match_single_refits() {
 #[test]
 fn batched_refits_are_deterministic_whatever_the_thread_count() {
     let (data, hat, u) = large_problem(false);
+    let pre = super::batched::Preconditioner::at(&data, &hat);
     let run = |threads| {
         crate::parallel::run_in_pool(threads, || {
             let draw = |b| draws::labels(&u, 9, draws::Stream::Resized, b);
-            draws::batched_refits(&data, &hat, 5, draw, limits(1e-7, 50), None).unwrap()
+            draws::batched_refits(&data, &pre, &hat, 5, draw, limits(1e-7, 50), None).unwrap()
         })
         .unwrap()
     };

@@ -156,33 +156,33 @@ pub fn matmul_f32(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f32
     c
 }
 
-/// `out = A V` computed by one sequential faer GEMM: `a` holds `rows x cols` row-major,
-/// `v` is `cols x k` (column-major), `out` `rows x k` row-major. The row blocks of the batched
-/// bootstrap refits' `Z V` (each block one task of the caller's fixed split: results do not
-/// depend on the thread count).
-pub(crate) fn gemm_row_block(out: &mut [f64], a: &[f64], rows: usize, v: &DMatrix<f64>) {
-    let (cols, k) = v.shape();
+/// `out = A V` computed by one sequential faer GEMM in precision `T`: `a` holds `rows x cols`
+/// row-major, `v` is `cols x k` column-major, `out` `rows x k` row-major. The row blocks of the
+/// batched bootstrap refits' `Z V` (each block one task of the caller's fixed split: results do
+/// not depend on the thread count).
+pub(crate) fn gemm_row_block<T: Scalar>(out: &mut [T], a: &[T], rows: usize, v: &[T], k: usize) {
+    let cols = v.len() / k.max(1);
     faer::linalg::matmul::matmul(
         MatMut::from_row_major_slice_mut(out, rows, k),
         Accum::Replace,
         MatRef::from_row_major_slice(a, rows, cols),
-        view(v),
-        1.0,
+        MatRef::from_column_major_slice(v, cols, k),
+        T::from_f64(1.0),
         Par::Seq,
     );
 }
 
-/// `out += A_blk^T B` computed by one sequential faer GEMM, for `A_blk` the block of rows
-/// `r0..r0 + rows` and columns `c0..c0 + cols` of `a`, a row-major matrix with `a_cols`
-/// columns (a zero-copy view), `b` `rows x k` row-major and `out` `cols x k` row-major: the
-/// column blocks of the batched refits' `Z^T C`.
-pub(crate) fn gemm_tn_block_add(
-    out: &mut [f64],
-    a: &[f64],
+/// `out += A_blk^T B` computed by one sequential faer GEMM in precision `T`, for `A_blk` the
+/// block of rows `r0..r0 + rows` and columns `c0..c0 + cols` of `a`, a row-major matrix with
+/// `a_cols` columns (a zero-copy view), `b` `rows x k` row-major and `out` `cols x k`
+/// row-major: the column blocks of the batched refits' `Z^T C`.
+pub(crate) fn gemm_tn_block_add<T: Scalar>(
+    out: &mut [T],
+    a: &[T],
     a_cols: usize,
     (r0, rows): (usize, usize),
     (c0, cols): (usize, usize),
-    b: &[f64],
+    b: &[T],
     k: usize,
 ) {
     let a_rows = a.len() / a_cols.max(1);
@@ -193,7 +193,7 @@ pub(crate) fn gemm_tn_block_add(
             .submatrix(r0, c0, rows, cols)
             .transpose(),
         MatRef::from_row_major_slice(b, rows, k),
-        1.0,
+        T::from_f64(1.0),
         Par::Seq,
     );
 }
