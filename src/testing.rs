@@ -77,6 +77,16 @@ pub(crate) fn shuffled(n: usize, k: usize, seed: u64) -> Vec<Vec<usize>> {
 
 /// `data` with cluster ids `id(i)`.
 pub(crate) fn with_clusters(data: &Dataset, id: impl Fn(usize) -> i64) -> Dataset {
+    with_cluster_ids(data, Some((0..data.n()).map(id).collect()))
+}
+
+/// `data` without its cluster ids.
+pub(crate) fn without_clusters(data: &Dataset) -> Dataset {
+    with_cluster_ids(data, None)
+}
+
+/// `data`'s rows with the cluster ids `ids`.
+fn with_cluster_ids(data: &Dataset, ids: Option<Vec<i64>>) -> Dataset {
     Dataset::new(
         data.d1(),
         data.d2(),
@@ -84,7 +94,7 @@ pub(crate) fn with_clusters(data: &Dataset, id: impl Fn(usize) -> i64) -> Datase
         data.psi0().to_vec(),
         data.psi().to_vec(),
         data.y().to_vec(),
-        Some((0..data.n()).map(id).collect()),
+        ids,
     )
     .unwrap()
 }

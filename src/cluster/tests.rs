@@ -274,16 +274,7 @@ fn the_model_intervals_are_the_jackknife_intervals_and_auto_follows_the_cluster_
     // Far wider than Wald on gamma when annotators differ (tau = 0.6).
     assert!(model.gamma_se()[0] < 0.8 * model.gamma_interval(0, 0.05).se);
     // Without cluster ids auto keeps issue 11's rule.
-    let plain = Dataset::new(
-        data.d1(),
-        data.d2(),
-        data.z().to_vec(),
-        data.psi0().to_vec(),
-        data.psi().to_vec(),
-        data.y().to_vec(),
-        None,
-    )
-    .unwrap();
+    let plain = crate::testing::without_clusters(&data);
     let m = estimate(&plain, IntervalMethod::Auto);
     assert_eq!(
         m.calibration().method(),
@@ -360,15 +351,6 @@ fn small_sample_hint_recommends_the_cluster_method_when_the_data_have_cluster_id
     // Without the ids (a model on its own, or data without them) the issue-11 hint stands.
     let plain = model.diagnostics().warning.unwrap();
     assert!(plain.contains("--intervals bootstrap"), "{plain}");
-    let ids_dropped = Dataset::new(
-        data.d1(),
-        data.d2(),
-        data.z().to_vec(),
-        data.psi0().to_vec(),
-        data.psi().to_vec(),
-        data.y().to_vec(),
-        None,
-    )
-    .unwrap();
+    let ids_dropped = crate::testing::without_clusters(&data);
     assert_eq!(plain, model.diagnostics_on(&ids_dropped).warning.unwrap());
 }

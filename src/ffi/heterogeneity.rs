@@ -95,7 +95,6 @@ pub extern "C" fn hetreward_model_heterogeneity(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::Dataset;
     use crate::ffi::model::model_into_raw;
     use crate::ffi::status::hetreward_status::*;
     use crate::ffi::{dataset::hetreward_dataset_free, model::hetreward_model_free};
@@ -108,16 +107,7 @@ mod tests {
     #[test]
     fn heterogeneity_matches_the_library_and_checks_its_arguments() {
         let data = crate::sim::annotator_effects(40, 40, 0.6, 6);
-        let plain = Dataset::new(
-            data.d1(),
-            data.d2(),
-            data.z().to_vec(),
-            data.psi0().to_vec(),
-            data.psi().to_vec(),
-            data.y().to_vec(),
-            None,
-        )
-        .unwrap();
+        let plain = crate::testing::without_clusters(&data);
         let model = RewardModel::estimate(
             &data,
             &FitOptions::default(),
