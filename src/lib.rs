@@ -120,8 +120,8 @@ pub mod internals {
     /// The cluster-aware draws and their intervals.
     pub mod cluster {
         pub use crate::cluster::draws::{jackknife, one_step_jackknife, pairs_bootstrap, sandwich};
-        pub use crate::cluster::interval::{interval, Center, Df, Spread};
         pub use crate::cluster::{ClusterDraws, Clusters};
+        pub use crate::interval::{interval, Center, Df, Spread};
     }
     /// The bounded file readers under `io::training` and `io::scoring`, and the tables built on them.
     pub mod io {

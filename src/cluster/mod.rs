@@ -5,7 +5,7 @@
 //!
 //! Every method here produces one set of *cluster draws* — estimates `b_g` of `(theta, gamma)`,
 //! one per cluster or per resample — from which any linear functional `a . b` (a coefficient,
-//! a reward, a difference of rewards, a rationality) gets its interval ([`interval()`]):
+//! a reward, a difference of rewards, a rationality) gets its interval (`interval::interval`, beside the one interval rule):
 //!
 //! * [`sandwich`](draws::sandwich): `b + H^-1 s_g` with `s_g` the summed scores of cluster `g` and `H` the
 //!   observed Hessian (sums over all rows). Their spread `sum_g (v_g - v_bar)^2` is the CR0
@@ -25,18 +25,17 @@
 //! when intervals that assume independent comparisons would under-cover.
 //!
 //! The jackknife variance is `(G-1)/G sum_g (v_g - v_bar)^2`; quantiles are Student's t with
-//! `G - 1` degrees of freedom ([`Df::Fixed`]) or an effective number of clusters of the
-//! functional ([`Df::Effective`]).
+//! `G - 1` degrees of freedom (`Df::Fixed`) or an effective number of clusters of the
+//! functional (`Df::Effective`).
 
 pub(crate) mod draws;
 mod heterogeneity;
-pub(crate) mod interval;
 
+pub(crate) use crate::interval::effective_df;
 #[cfg(test)]
 pub(crate) use draws::sandwich;
 pub(crate) use draws::{jackknife, one_step_jackknife};
 pub use heterogeneity::{heterogeneity, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING};
-pub(crate) use interval::{effective_df, interval, Center, Df, Spread};
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};

@@ -2,6 +2,7 @@ use super::draws::pairs_bootstrap;
 use super::*;
 use crate::fit::{fit, FitControl, FitOptions, Init};
 use crate::inference::{covariance_factors, CovarianceKind};
+use crate::interval::{interval, Center, Df, Spread};
 use crate::sim::annotator_effects;
 
 fn fitted(g: usize, m: usize, tau: f64, seed: u64) -> (Dataset, crate::Params) {
