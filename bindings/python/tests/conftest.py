@@ -52,3 +52,18 @@ def cli():
     if not os.access(path, os.X_OK):
         pytest.fail(f"hetreward CLI not found at {path}: set HETREWARD_CLI or cargo build --release")
     return path
+
+
+@pytest.fixture
+def sigint_raises():
+    """Python's own Ctrl-C handler for the test's duration, whatever the launcher left: a
+    program started in the background of a non-interactive shell (`cmd &`) inherits SIGINT
+    ignored, and Python then installs no KeyboardInterrupt handler — a Ctrl-C test's fit
+    would run forever instead of failing."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -350,7 +350,7 @@ def test_progress_callback_cancels_and_reraises():
         assert np.array_equal(plain.theta, observed.theta)
 
 
-def test_ctrl_c_cancels_the_fit():
+def test_ctrl_c_cancels_the_fit(sigint_raises):
     if threading.current_thread() is not threading.main_thread():
         pytest.fail("must run in the main thread")
     with hr.Dataset(**make_data(300, 5)) as ds, _long_fitter() as f:

@@ -67,7 +67,7 @@ def test_progress_callback_still_runs_and_cancels():
         assert fitter.fit(ds).report.iterations == 50  # no request left over
 
 
-def test_ctrl_c_calls_hetreward_fitter_cancel(monkeypatch):
+def test_ctrl_c_calls_hetreward_fitter_cancel(monkeypatch, sigint_raises):
     """Ctrl-C during a fit (no callback: no trampoline to notice it) is passed to the
     library by hetreward_fitter_cancel, stops the fit, and leaves the fitter usable."""
     if threading.current_thread() is not threading.main_thread():
