@@ -41,7 +41,11 @@ for m, f in mods.items():
     parent = m.rsplit("::", 1)[0] if "::" in m else ""
     is_modrs = f.endswith("mod.rs") or f.endswith("lib.rs")
     selfmod = m
-    for s in re.findall(r"\bsuper::([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)", src):
+    supers = re.findall(r"\bsuper::([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)", src)
+    # `use super::{a, b::c}` names items of the parent itself (or of its children)
+    for g in re.finditer(r"\bsuper::\{([^}]*)\}", src):
+        supers += [x.strip() for x in g.group(1).split(",") if x.strip()]
+    for s in supers:
         base = parent if not is_modrs else (m.rsplit("::", 1)[0] if "::" in m else "")
         refs.append((base + "::" + s) if base else s)
     if is_modrs:

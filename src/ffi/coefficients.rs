@@ -7,7 +7,7 @@ use super::enums::{
 };
 use super::model::{hetreward_model, model_ref};
 use super::status::{boundary, hetreward_status};
-use super::{out_ptr, out_slice, write_zero_padded, ZeroPadded};
+use super::args::{out_ptr, out_slice, write_zero_padded, ZeroPadded};
 use crate::coefficients::{self, Block, Coefficient};
 use crate::error::{check_alpha, Error};
 

@@ -7,7 +7,7 @@ use super::enums::{
 };
 use super::model::{hetreward_model, model_into_raw};
 use super::status::{boundary, boundary_value, hetreward_status};
-use super::{handle_ref, in_slice, out_ptr};
+use super::args::{handle_ref, in_slice, out_ptr};
 use crate::calibrate::{IntervalMethod, IntervalOptions, MAX_REPS, MIN_REPS};
 use crate::data::Dataset;
 use crate::error::{Error, Result};

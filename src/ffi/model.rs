@@ -6,7 +6,7 @@ use super::enums::{
     hetreward_termination, hetreward_verdict,
 };
 use super::status::{boundary, boundary_value, hetreward_status};
-use super::{
+use super::args::{
     c_path, check_dim, checked_len, handle_ref, in_slice, optional_slice, out_ptr, out_slice,
     write_slice, write_zero_padded, ZeroPadded,
 };

@@ -10,7 +10,7 @@ use super::shard::hetreward_shard_stats;
 use super::status::{
     boundary, hetreward_last_error_message, hetreward_status, hetreward_status_name, set_last_error,
 };
-use super::{handle_ref, in_slice, out_ptr};
+use super::args::{handle_ref, in_slice, out_ptr};
 use crate::calibrate::IntervalMethod;
 use crate::error::{Error, Result};
 use crate::fit::NewtonVariant;
@@ -162,13 +162,13 @@ pub extern "C" fn hetreward_shard_stats_compute_request(
         // SAFETY: the header's contract: `request_len` readable bytes.
         let bytes = unsafe { in_slice(request, request_len, "request") }?;
         let request = Request::from_bytes(bytes)?;
-        super::check_dim(
+        super::args::check_dim(
             "request d1",
             request.params.theta.len(),
             data.d1(),
             "the shard's d1",
         )?;
-        super::check_dim(
+        super::args::check_dim(
             "request d2",
             request.params.gamma.len(),
             data.d2(),

@@ -278,7 +278,7 @@ fn progress_callback_can_cancel_and_fitter_is_reusable() {
 #[test]
 fn padded_outputs_are_written_byte_for_byte() {
     use super::model::{hetreward_comparison, hetreward_fit_report};
-    use super::{write_zero_padded, ZeroPadded};
+    use super::args::{write_zero_padded, ZeroPadded};
     fn check<T: ZeroPadded + PartialEq + std::fmt::Debug + Copy>(value: T) {
         let bytes = |fill: u8| {
             let mut slot = std::mem::MaybeUninit::<T>::uninit();
