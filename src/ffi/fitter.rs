@@ -1,13 +1,13 @@
 //! `hetreward_fitter`: fit options (a params struct with defaults, llama.h style), the progress
 //! callback, and cancellation from another thread.
 
+use super::args::{handle_ref, in_slice, out_ptr};
 use super::dataset::{dataset_ref, hetreward_dataset};
 use super::enums::{
     from_c, hetreward_covariance, hetreward_init, hetreward_intervals, hetreward_solver,
 };
 use super::model::{hetreward_model, model_into_raw};
 use super::status::{boundary, boundary_value, hetreward_status};
-use super::args::{handle_ref, in_slice, out_ptr};
 use crate::calibrate::{IntervalMethod, IntervalOptions, MAX_REPS, MIN_REPS};
 use crate::data::Dataset;
 use crate::error::{Error, Result};

@@ -2,10 +2,10 @@
 //! the getter of a model's method and diagnostics, its warning, and the paper's Wald view of
 //! any model.
 
+use super::args::{check_dim, in_slice, out_ptr};
 use super::enums::hetreward_intervals;
 use super::model::{hetreward_model, hetreward_reward, model_into_raw, model_ref};
 use super::status::{boundary, hetreward_status};
-use super::args::{check_dim, in_slice, out_ptr};
 use std::ffi::c_char;
 
 /// A model's interval method, its figures and the fit's interval diagnostics, filled by

@@ -1,10 +1,10 @@
 //! `hetreward_shard_stats`: per-shard sums at given parameters, merged and moved as bytes by
 //! an engine (Ray, Dask, Spark) whose driver fits from them (see docs/distributed.md).
 
+use super::args::{checked_len, handle_ref, in_slice, out_ptr, out_slice, write_slice};
 use super::dataset::{dataset_ref, hetreward_dataset};
 use super::enums::hetreward_shard_sections;
 use super::status::{boundary, boundary_value, hetreward_status};
-use super::args::{checked_len, handle_ref, in_slice, out_ptr, out_slice, write_slice};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::MAX_THREADS;

@@ -3,6 +3,7 @@
 //! caller's oracle callback as request bytes, which the caller's workers answer with
 //! hetreward_shard_stats_compute_request() and the caller merges in shard order.
 
+use super::args::{handle_ref, in_slice, out_ptr};
 use super::dataset::{dataset_ref, hetreward_dataset};
 use super::fitter::hetreward_fitter;
 use super::model::{hetreward_model, model_into_raw};
@@ -10,7 +11,6 @@ use super::shard::hetreward_shard_stats;
 use super::status::{
     boundary, hetreward_last_error_message, hetreward_status, hetreward_status_name, set_last_error,
 };
-use super::args::{handle_ref, in_slice, out_ptr};
 use crate::calibrate::IntervalMethod;
 use crate::error::{Error, Result};
 use crate::fit::NewtonVariant;
