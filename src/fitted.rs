@@ -23,7 +23,7 @@ use nalgebra::DMatrix;
 pub use crate::interval::RewardInterval;
 
 /// A fitted model, ready to score. Build with [`RewardModel::estimate`] (the pipeline
-/// [`crate::estimator::estimate`]: fit, covariance, calibration),
+/// [`crate::estimator::Estimator::estimate`]: fit, covariance, calibration),
 /// [`RewardModel::from_estimate`] (covariance at given parameters) or
 /// [`RewardModel::from_parts`] (e.g. from a model file).
 #[derive(Debug, Clone, PartialEq)]
@@ -630,19 +630,20 @@ pub(crate) fn simulated_model(
     let data = crate::sim::paper_simulation(n, crate::sim::ActionDesign::Uniform, data_seed);
     let options = crate::fit::FitOptions {
         threads: 1,
+        seed,
         ..crate::fit::FitOptions::default()
     };
-    let intervals = crate::calibrate::IntervalOptions {
-        method,
-        reps: Some(reps),
-        seed,
-    };
-    RewardModel::estimate_with(
-        &data,
-        &options,
-        CovarianceKind::Expected,
-        &intervals,
-        &crate::fit::FitControl::default(),
-    )
+    crate::estimator::EstimatorOptions {
+        fit: options,
+        covariance: CovarianceKind::Expected,
+        intervals: crate::calibrate::IntervalOptions {
+            method,
+            reps: Some(reps),
+        },
+        require_converged: false,
+    }
+    .check()
+    .unwrap()
+    .estimate(&data, &crate::fit::FitControl::default())
     .unwrap()
 }

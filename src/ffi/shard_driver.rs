@@ -302,8 +302,9 @@ pub extern "C" fn hetreward_fit_distributed(
             stopped: &stopped,
         };
         let mut rounds = Rounds::default();
-        let model = fitter.run(|options, covariance, intervals, control| {
-            if intervals.method != IntervalMethod::Wald {
+        let model = fitter.run(|estimator, control| {
+            let options = estimator.options();
+            if options.intervals.method != IntervalMethod::Wald {
                 return Err(Error::invalid(
                     "params.intervals",
                     "the distributed fit gives Wald intervals only (calibrated intervals refit the data many times)",
@@ -311,13 +312,15 @@ pub extern "C" fn hetreward_fit_distributed(
             }
             let fit = fit_distributed(
                 &mut oracle,
-                options,
+                &options.fit,
                 NewtonVariant::Auto,
                 control,
-                Some(covariance),
+                Some(options.covariance),
             )?;
             rounds = fit.rounds;
-            fit.model(covariance)
+            let model = fit.model(options.covariance)?;
+            estimator.accept(model.report())?;
+            Ok(model)
         })?;
         // SAFETY: checked non-NULL; written only on success.
         unsafe {

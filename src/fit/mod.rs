@@ -298,6 +298,45 @@ pub struct FitReport {
     pub tol: f64,
 }
 
+impl FitReport {
+    /// Why this fit did not converge, in plain words with what to change (options named as
+    /// the library's fields, the command line's flags in parentheses): separated data, the
+    /// iteration cap, a stalled line search. The one explanation the estimator's
+    /// `require_converged` error and the command line's warning give.
+    pub fn shortfall(&self) -> String {
+        let solver = self.solver.name();
+        let (it, grad, tol) = (self.iterations, self.grad_norm, self.tol);
+        match self.termination {
+            Termination::Diverged => format!(
+                "{solver} found no finite estimate: the data are separated (a combination of the \
+                 features predicts every label), so the likelihood keeps rising as the estimate \
+                 runs off to infinity, and the estimates and standard errors are not meaningful; \
+                 look for a feature or covariate that predicts the labels perfectly, or add data"
+            ),
+            Termination::MaxIterations => format!(
+                "{solver} reached the iteration cap ({it} iterations) with the gradient norm \
+                 {grad:.3e} still above tol {tol:.1e}; raise max_iter (--max-iter){}",
+                if self.solver == SolverKind::Agd {
+                    " or use the newton solver (--solver newton)"
+                } else {
+                    ""
+                }
+            ),
+            Termination::Stalled => format!(
+                "{solver} stalled after {it} iterations: no step decreased the objective any \
+                 more, with the gradient norm {grad:.3e} still above tol {tol:.1e} (the \
+                 tolerance is finer than double precision reaches on these data, or the \
+                 likelihood has no finite maximum, e.g. nearly separated data); loosen tol \
+                 (--tol) or check the data"
+            ),
+            Termination::Converged => format!(
+                "{solver} ended after {it} iterations with the gradient norm {grad:.3e} above \
+                 tol {tol:.1e}"
+            ),
+        }
+    }
+}
+
 /// A fitted parameter vector with its report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fit {
