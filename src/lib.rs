@@ -53,6 +53,8 @@
 //! ```
 
 #![warn(missing_docs)]
+// `pub` only where it is reachable: the public API is what the crate root exports (issue 19).
+#![warn(unreachable_pub)]
 
 pub mod calibrate;
 pub mod cluster;

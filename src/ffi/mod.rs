@@ -17,6 +17,9 @@
 //! pointers (as rustls-ffi does): they are meant to be called from C, under the header's
 //! contract, not from Rust.
 #![allow(clippy::not_unsafe_ptr_arg_deref, clippy::too_many_arguments)]
+// The C ABI is `pub` in this private module on purpose: cbindgen emits only `pub` items into
+// the header, and `#[no_mangle]` exports the functions whatever their Rust visibility.
+#![allow(unreachable_pub)]
 
 // `status` first, then the option enums: cbindgen emits items in the order it parses modules.
 pub mod status;

@@ -184,7 +184,7 @@ enum CgOutcome {
 
 impl NewtonCg {
     /// Newton-CG over the `free` coordinates (`Free::All` or `Free::Theta`).
-    pub fn new(free: Free) -> Self {
+    pub(crate) fn new(free: Free) -> Self {
         NewtonCg {
             free,
             stats: CgStats::default(),
