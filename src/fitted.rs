@@ -615,35 +615,3 @@ fn rationality_interval_overflow() -> String {
      model's calibration figures extreme"
         .to_string()
 }
-
-/// A model fitted (1 thread, expected covariance) to the paper's §6.1 uniform design with `n`
-/// comparisons drawn from `data_seed`, with `method` intervals of `reps` refits seeded `seed`:
-/// the shared fixture of the unit tests of the model's consumers.
-#[cfg(test)]
-pub(crate) fn simulated_model(
-    n: usize,
-    data_seed: u64,
-    method: crate::calibrate::IntervalMethod,
-    reps: usize,
-    seed: u64,
-) -> RewardModel {
-    let data = crate::sim::paper_simulation(n, crate::sim::ActionDesign::Uniform, data_seed);
-    let options = crate::fit::FitOptions {
-        threads: 1,
-        seed,
-        ..crate::fit::FitOptions::default()
-    };
-    crate::estimator::EstimatorOptions {
-        fit: options,
-        covariance: CovarianceKind::Expected,
-        intervals: crate::calibrate::IntervalOptions {
-            method,
-            reps: Some(reps),
-        },
-        require_converged: false,
-    }
-    .check()
-    .unwrap()
-    .estimate(&data, &crate::fit::FitControl::default())
-    .unwrap()
-}

@@ -396,7 +396,7 @@ mod tests {
     fn a_crafted_gamma_bias_is_an_error_naming_psi_never_an_infinite_interval() {
         use super::super::model::hetreward_model_load_buffer;
         use crate::calibrate::IntervalMethod;
-        let model = crate::fitted::simulated_model(300, 5, IntervalMethod::Resized, 20, 1);
+        let model = crate::testing::simulated_model(300, 5, IntervalMethod::Resized, 20, 1);
         let bytes = crate::io::model_file::to_bytes(&model);
         let (d1, d2) = (model.d1(), model.d2());
         // docs/model-format.md: 20-byte header; the interval section (50 bytes before the
