@@ -19,6 +19,7 @@
 //! A measurement tool, not a test.
 
 use hetreward::calibrate::{Calibration, IntervalMethod, IntervalOptions};
+use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{FitControl, FitOptions, FitReport, SolverKind, Termination};
 use hetreward::inference::CovarianceKind;
 use hetreward::select::{select_best, Policy};
@@ -40,24 +41,21 @@ fn fit(
     reps: Option<usize>,
     threads: usize,
 ) -> (f64, RewardModel) {
-    let options = FitOptions {
-        threads,
-        ..FitOptions::default()
-    };
-    let intervals = IntervalOptions {
-        method,
-        reps,
-        seed: 1,
-    };
+    let estimator = EstimatorOptions {
+        fit: FitOptions {
+            threads,
+            seed: 1,
+            ..FitOptions::default()
+        },
+        intervals: IntervalOptions { method, reps },
+        ..EstimatorOptions::default()
+    }
+    .check()
+    .expect("options");
     let t = Instant::now();
-    let m = RewardModel::estimate_with(
-        data,
-        &options,
-        CovarianceKind::Expected,
-        &intervals,
-        &FitControl::default(),
-    )
-    .expect("fit");
+    let m = estimator
+        .estimate(data, &FitControl::default())
+        .expect("fit");
     (t.elapsed().as_secs_f64(), m)
 }
 

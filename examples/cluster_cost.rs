@@ -10,10 +10,10 @@
 //! `THREADS` (default 0 = all cores) sizes the pool; `REPEATS` (default 3) the timing runs, the
 //! median of which is reported.
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
+use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{FitControl, FitOptions};
-use hetreward::inference::CovarianceKind;
 use hetreward::sim::high_dimensional;
-use hetreward::{Dataset, RewardModel};
+use hetreward::Dataset;
 use std::time::Instant;
 
 fn env(name: &str, default: usize) -> usize {
@@ -44,17 +44,14 @@ fn main() {
         let mut secs: Vec<f64> = (0..env("REPEATS", 3))
             .map(|_| {
                 let t = Instant::now();
-                let model = RewardModel::estimate_with(
-                    &data,
-                    &options,
-                    CovarianceKind::Expected,
-                    &IntervalOptions {
-                        method,
-                        reps: None,
-                        seed: 0,
-                    },
-                    &FitControl::default(),
-                )
+                let model = EstimatorOptions {
+                    fit: options.clone(),
+                    intervals: IntervalOptions { method, reps: None },
+                    ..EstimatorOptions::default()
+                }
+                .check()
+                .unwrap()
+                .estimate(&data, &FitControl::default())
                 .unwrap();
                 assert!(model.report().converged);
                 t.elapsed().as_secs_f64()

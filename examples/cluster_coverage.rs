@@ -34,6 +34,7 @@
 //! `20_000_000 + 1_000_000 * tau10 + 1_000 * G + r`.
 
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
+use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{fit, FitControl, FitOptions};
 use hetreward::fitted::RewardInterval;
 use hetreward::inference::CovarianceKind;
@@ -149,12 +150,20 @@ fn one_dataset(
     let cr1 = g as f64 / gm1 * (n - 1.0) / (n - p);
     let want = |name: &str| methods.contains(&name);
     let boot = if want("bootstrap") {
-        let opts = IntervalOptions {
-            method: IntervalMethod::Bootstrap,
-            reps: Some(env("B", 400)),
-            seed,
-        };
-        Some(hetreward::estimator::recalibrate(&data, &model, &opts, &options, None).ok()?)
+        let estimator = EstimatorOptions {
+            fit: FitOptions {
+                seed,
+                ..options.clone()
+            },
+            intervals: IntervalOptions {
+                method: IntervalMethod::Bootstrap,
+                reps: Some(env("B", 400)),
+            },
+            ..EstimatorOptions::default()
+        }
+        .check()
+        .ok()?;
+        Some(estimator.recalibrate(&data, &model, None).ok()?)
     } else {
         None
     };

@@ -33,6 +33,22 @@ for m, f in mods.items():
     if i >= 0:
         src = src[:i]
     src = re.sub(r"//[^\n]*", "", src)
+    src = re.sub(r"pub\(in crate::[A-Za-z_:]*\)", "pub", src)  # a visibility, not an import
+    # `super::` inside an inline `mod x { ... }` names this file's own module, not its parent
+    pos = 0
+    while True:
+        mm = re.compile(r"\bmod [a-z_0-9]+ \{").search(src, pos)
+        if not mm:
+            break
+        depth, k = 0, mm.end() - 1
+        while k < len(src):
+            depth += {"{": 1, "}": -1}.get(src[k], 0)
+            if depth == 0:
+                break
+            k += 1
+        inner = src[mm.end():k].replace("super::", "inline_self::")
+        src = src[:mm.end()] + inner + src[k:]
+        pos = mm.end() + len(inner)
     # expand `use crate::{a, b::c}` groups
     refs = []
     for g in re.finditer(r"crate::\{([^}]*)\}", src):
@@ -41,7 +57,11 @@ for m, f in mods.items():
     parent = m.rsplit("::", 1)[0] if "::" in m else ""
     is_modrs = f.endswith("mod.rs") or f.endswith("lib.rs")
     selfmod = m
-    for s in re.findall(r"\bsuper::([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)", src):
+    supers = re.findall(r"\bsuper::([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)", src)
+    # `use super::{a, b::c}` names items of the parent itself (or of its children)
+    for g in re.finditer(r"\bsuper::\{([^}]*)\}", src):
+        supers += [x.strip() for x in g.group(1).split(",") if x.strip()]
+    for s in supers:
         base = parent if not is_modrs else (m.rsplit("::", 1)[0] if "::" in m else "")
         refs.append((base + "::" + s) if base else s)
     if is_modrs:

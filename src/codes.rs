@@ -80,8 +80,9 @@ macro_rules! coded_enum {
             $( $(#[$vmeta])* $variant, )+
         }
 
-        // A crate-private set need not use every generated item.
-        #[allow(dead_code)]
+        // A crate-private set need not use every generated item, and its methods are as
+        // reachable as the enum itself.
+        #[allow(dead_code, unreachable_pub)]
         impl $name {
             /// Every variant, in code order.
             pub const ALL: [Self; [$($code),+].len()] = [$(Self::$variant),+];

@@ -1,107 +1,164 @@
-//! The estimator pipeline: fit -> covariance -> calibrate -> model, in one place.
+//! The estimator: its options checked once, and the pipeline fit -> covariance -> calibrate ->
+//! model in one place.
 //!
-//! [`estimate`] is the only code that composes the steps: [`crate::fit::fit`] finds the
-//! estimate, [`RewardModel::from_estimate`] computes the covariance at it, and
-//! `calibrate::calibrate` runs the interval method's refits from the estimate and the Wald
-//! factor (it never sees a model). The command-line program, the C API and
-//! [`RewardModel::estimate`] all call it.
+//! [`EstimatorOptions`] hold everything a caller configures (linfa's params): the fit, the
+//! covariance kind, the interval method and whether a fit that misses its tolerance is an
+//! error. [`EstimatorOptions::check`] checks every option that needs no data, once, into an
+//! [`Estimator`], the only type the pipeline takes; [`Estimator::estimate`] then checks them
+//! against the data and runs the steps: [`crate::fit::fit`] finds the estimate, the
+//! convergence rule (`Estimator::accept`) applies `require_converged`,
+//! [`RewardModel::from_estimate`] computes the covariance at it, and `calibrate::calibrate` runs
+//! the interval method's refits from the estimate and the Wald factor (it never sees a model).
+//! The command-line program, the C fitter, the distributed fit (its own fit, the same
+//! convergence rule), the demo and [`RewardModel::estimate`] all go through it.
 
 use crate::calibrate::{self, IntervalMethod, IntervalOptions};
 use crate::data::Dataset;
-use crate::error::Result;
-use crate::fit::{fit, FitControl, FitOptions};
+use crate::error::{Error, Result};
+use crate::fit::{fit, FitControl, FitOptions, FitReport};
 use crate::fitted::RewardModel;
 use crate::inference::CovarianceKind;
 use std::sync::atomic::AtomicBool;
 
-/// Fits `data` with `options`, computes the `kind` covariance at the estimate and, for a
-/// bootstrap or cluster interval method, refits `B` resamples on the same pool
-/// (`calibrate::calibrate`). Deterministic for `options` and `intervals.seed` whatever
-/// `options.threads` is. A fit that did not converge still yields a model; check
-/// `report().converged`.
-///
-/// Errors: invalid `intervals`, those of [`fit`], of [`RewardModel::from_estimate`] and of
-/// `calibrate::calibrate`.
-pub fn estimate(
-    data: &Dataset,
-    options: &FitOptions,
-    kind: CovarianceKind,
-    intervals: &IntervalOptions,
-    control: &FitControl,
-) -> Result<RewardModel> {
-    intervals.check()?;
-    let fitted = fit(data, options, control)?;
-    crate::parallel::run_in_pool(options.threads, || {
-        let model = RewardModel::from_estimate(data, fitted.params, fitted.report, kind)?;
-        with_intervals(data, model, intervals, options, control.cancel)
-    })?
+/// Everything the estimator is configured by. `fit.seed` is the one seed: it seeds the fit's
+/// random starts and the bootstrap's label draws. Check them with [`EstimatorOptions::check`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EstimatorOptions {
+    /// The fit (solver, tolerance, starts, threads, seed).
+    pub fit: FitOptions,
+    /// The covariance computed at the estimate. Default: the expected information.
+    pub covariance: CovarianceKind,
+    /// The interval method and its refits. Default: Wald.
+    pub intervals: IntervalOptions,
+    /// If set, a fit that stops without meeting `fit.tol` is [`Error::NotConverged`] (nothing
+    /// after the fit is computed). Default false: the model is returned and its report says
+    /// `converged = false`.
+    pub require_converged: bool,
 }
 
-/// `model` (fitted on `data` with `estimator`) with the interval method of `intervals`, on a
-/// pool of `estimator.threads`: the calibration step of [`estimate`] alone, for a caller that
-/// already holds the Wald model (the demo's report sets both side by side).
-///
-/// Errors: those of `calibrate::calibrate`.
-pub fn recalibrate(
-    data: &Dataset,
-    model: &RewardModel,
-    intervals: &IntervalOptions,
-    estimator: &FitOptions,
-    cancel: Option<&AtomicBool>,
-) -> Result<RewardModel> {
-    crate::parallel::run_in_pool(estimator.threads, || {
-        with_intervals(data, model.clone(), intervals, estimator, cancel)
-    })?
-}
-
-/// The calibration step on the current pool: Wald keeps the model as it is.
-fn with_intervals(
-    data: &Dataset,
-    model: RewardModel,
-    intervals: &IntervalOptions,
-    estimator: &FitOptions,
-    cancel: Option<&AtomicBool>,
-) -> Result<RewardModel> {
-    if intervals.method == IntervalMethod::Wald {
-        return Ok(model);
+impl EstimatorOptions {
+    /// Checks every option that needs no data (the fit's [`FitOptions::check_free`], the
+    /// interval options' refit count), once: the checked options are an [`Estimator`].
+    ///
+    /// Errors: [`Error::InvalidArgument`] naming the option.
+    pub fn check(self) -> Result<Estimator> {
+        self.fit.check_free()?;
+        self.intervals.check()?;
+        Ok(Estimator { options: self })
     }
-    let cal = calibrate::calibrate(
-        data,
-        model.params(),
-        model.packed_factor(),
-        intervals,
-        estimator,
-        cancel,
-    )?;
-    model.with_calibration(cal)
+}
+
+/// Checked [`EstimatorOptions`]: only [`EstimatorOptions::check`] makes one, so every method
+/// here starts from valid options and checks only what depends on the data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimator {
+    options: EstimatorOptions,
+}
+
+impl Estimator {
+    /// The options this estimator was checked from.
+    pub fn options(&self) -> &EstimatorOptions {
+        &self.options
+    }
+
+    /// Fits `data`, applies the convergence rule, computes the covariance at the estimate and,
+    /// for a bootstrap or cluster interval method, refits `B` resamples on the same pool
+    /// (`calibrate::calibrate`). Deterministic for the options whatever `fit.threads` is.
+    /// Without `require_converged`, a fit that did not converge still yields a model; check
+    /// `report().converged`.
+    ///
+    /// Errors: the options against the data ([`FitOptions::check_data`]), those of
+    /// [`fit`], `Estimator::accept`, [`RewardModel::from_estimate`] and of
+    /// `calibrate::calibrate`.
+    pub fn estimate(&self, data: &Dataset, control: &FitControl) -> Result<RewardModel> {
+        let fitted = fit(data, &self.options.fit, control)?;
+        self.accept(&fitted.report)?;
+        crate::parallel::run_in_pool(self.options.fit.threads, || {
+            let model = RewardModel::from_estimate(
+                data,
+                fitted.params,
+                fitted.report,
+                self.options.covariance,
+            )?;
+            self.with_intervals(data, model, control.cancel)
+        })?
+    }
+
+    /// `model` (fitted on `data` with these fit options) with this estimator's interval
+    /// method, on a pool of `fit.threads`: the calibration step of [`Estimator::estimate`]
+    /// alone, for a caller that already holds the Wald model (the demo's report sets both
+    /// side by side).
+    ///
+    /// Errors: the options against the data ([`FitOptions::check_data`]) and those of
+    /// `calibrate::calibrate`.
+    pub fn recalibrate(
+        &self,
+        data: &Dataset,
+        model: &RewardModel,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<RewardModel> {
+        self.options.fit.check_data(data.d1(), data.d2())?;
+        crate::parallel::run_in_pool(self.options.fit.threads, || {
+            self.with_intervals(data, model.clone(), cancel)
+        })?
+    }
+
+    /// The convergence rule, the only place `require_converged` is applied (the in-memory
+    /// pipeline and the distributed fit): a fit whose report says it did not converge is
+    /// [`Error::NotConverged`], explained by [`FitReport::shortfall`], when the options ask for
+    /// convergence.
+    ///
+    /// Errors: [`Error::NotConverged`] as above.
+    pub(crate) fn accept(&self, report: &FitReport) -> Result<()> {
+        if self.options.require_converged && !report.converged {
+            return Err(Error::NotConverged {
+                detail: format!("{} (require_converged is set)", report.shortfall()),
+            });
+        }
+        Ok(())
+    }
+
+    /// The calibration step on the current pool: Wald keeps the model as it is.
+    fn with_intervals(
+        &self,
+        data: &Dataset,
+        model: RewardModel,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<RewardModel> {
+        if self.options.intervals.method == IntervalMethod::Wald {
+            return Ok(model);
+        }
+        let cal = calibrate::calibrate(
+            data,
+            model.params(),
+            model.packed_factor(),
+            &self.options.intervals,
+            &self.options.fit,
+            cancel,
+        )?;
+        model.with_calibration(cal)
+    }
 }
 
 impl RewardModel {
     /// Fits the data with `options` and computes the `kind` covariance at the estimate (Wald
-    /// intervals): [`estimate`] with the default [`IntervalOptions`].
+    /// intervals): [`Estimator::estimate`] with these and the other options at their
+    /// defaults.
     ///
-    /// Errors: those of [`fit`] and of [`RewardModel::from_estimate`]. A fit that did not
-    /// converge still yields a model; check `report().converged`.
+    /// Errors: those of [`EstimatorOptions::check`] and [`Estimator::estimate`]. A fit that
+    /// did not converge still yields a model; check `report().converged`.
     pub fn estimate(
         data: &Dataset,
         options: &FitOptions,
         kind: CovarianceKind,
         control: &FitControl,
     ) -> Result<Self> {
-        estimate(data, options, kind, &IntervalOptions::default(), control)
-    }
-
-    /// [`RewardModel::estimate`] with the interval method of `intervals`: the pipeline
-    /// [`estimate`].
-    ///
-    /// Errors: those of [`estimate`].
-    pub fn estimate_with(
-        data: &Dataset,
-        options: &FitOptions,
-        kind: CovarianceKind,
-        intervals: &IntervalOptions,
-        control: &FitControl,
-    ) -> Result<Self> {
-        estimate(data, options, kind, intervals, control)
+        EstimatorOptions {
+            fit: options.clone(),
+            covariance: kind,
+            ..EstimatorOptions::default()
+        }
+        .check()?
+        .estimate(data, control)
     }
 }

@@ -23,7 +23,7 @@ use nalgebra::DMatrix;
 pub use crate::interval::RewardInterval;
 
 /// A fitted model, ready to score. Build with [`RewardModel::estimate`] (the pipeline
-/// [`crate::estimator::estimate`]: fit, covariance, calibration),
+/// [`crate::estimator::Estimator::estimate`]: fit, covariance, calibration),
 /// [`RewardModel::from_estimate`] (covariance at given parameters) or
 /// [`RewardModel::from_parts`] (e.g. from a model file).
 #[derive(Debug, Clone, PartialEq)]
@@ -614,35 +614,4 @@ fn rationality_interval_overflow() -> String {
      standard error or a confidence bound) overflows a double: psi0 and psi are too large or the \
      model's calibration figures extreme"
         .to_string()
-}
-
-/// A model fitted (1 thread, expected covariance) to the paper's §6.1 uniform design with `n`
-/// comparisons drawn from `data_seed`, with `method` intervals of `reps` refits seeded `seed`:
-/// the shared fixture of the unit tests of the model's consumers.
-#[cfg(test)]
-pub(crate) fn simulated_model(
-    n: usize,
-    data_seed: u64,
-    method: crate::calibrate::IntervalMethod,
-    reps: usize,
-    seed: u64,
-) -> RewardModel {
-    let data = crate::sim::paper_simulation(n, crate::sim::ActionDesign::Uniform, data_seed);
-    let options = crate::fit::FitOptions {
-        threads: 1,
-        ..crate::fit::FitOptions::default()
-    };
-    let intervals = crate::calibrate::IntervalOptions {
-        method,
-        reps: Some(reps),
-        seed,
-    };
-    RewardModel::estimate_with(
-        &data,
-        &options,
-        CovarianceKind::Expected,
-        &intervals,
-        &crate::fit::FitControl::default(),
-    )
-    .unwrap()
 }

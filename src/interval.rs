@@ -404,7 +404,7 @@ mod tests {
     /// infinite or NaN figure. The same model with Wald intervals is unaffected.
     #[test]
     fn every_interval_path_refuses_a_non_finite_result() {
-        let model = crate::fitted::simulated_model(300, 5, IntervalMethod::Resized, 20, 1);
+        let model = crate::testing::simulated_model(300, 5, IntervalMethod::Resized, 20, 1);
         let (d1, d2) = (model.d1(), model.d2());
         let c = model.calibration();
         let extreme = Calibration::from_parts(

@@ -23,7 +23,7 @@
 //! | [`fit`] | [`fit::FitOptions`] (documented defaults), [`fit::FitControl`] (progress, cancel), [`fit::FitReport`], [`fit::SolverKind`], [`fit::Init`], [`fit::Termination`] |
 //! | [`inference`] | [`inference::CovarianceKind`]: expected, observed, robust, cluster |
 //! | [`calibrate`] | [`calibrate::IntervalOptions`], [`calibrate::IntervalMethod`]: Wald, parametric bootstrap, resized bootstrap, auto |
-//! | [`estimator`] | [`estimator::estimate`]: the pipeline fit -> covariance -> calibrate -> model (also `RewardModel::estimate`, `estimate_with`) |
+//! | [`estimator`] | [`estimator::EstimatorOptions`] (fit, covariance, intervals, require_converged) checked once into an [`estimator::Estimator`]: the pipeline fit -> covariance -> calibrate -> model (also `RewardModel::estimate`) |
 //! | [`fitted`] | [`RewardModel`]: estimates, SEs, reward CIs, rationality; [`RewardInterval`] |
 //! | [`coefficients`] | [`coefficients::CoefficientTable`]: estimate, SE, z, p and CI per coefficient under the model's interval method |
 //! | [`select`] | reward differences with verdicts, win rates, BoN / pBoN ([`select::compare`], [`select::select`], [`select::select_best`]) |
@@ -53,6 +53,8 @@
 //! ```
 
 #![warn(missing_docs)]
+// `pub` only where it is reachable: the public API is what the crate root exports (issue 19).
+#![warn(unreachable_pub)]
 
 pub mod calibrate;
 pub mod cluster;

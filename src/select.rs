@@ -428,7 +428,7 @@ mod tests {
     use super::*;
 
     fn model(method: IntervalMethod) -> RewardModel {
-        crate::fitted::simulated_model(400, 13, method, 30, 2)
+        crate::testing::simulated_model(400, 13, method, 30, 2)
     }
 
     /// A seeded uniform generator on [0, 1).

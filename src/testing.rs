@@ -98,3 +98,34 @@ fn with_cluster_ids(data: &Dataset, ids: Option<Vec<i64>>) -> Dataset {
     )
     .unwrap()
 }
+
+/// A model fitted (1 thread, expected covariance) to the paper's §6.1 uniform design with `n`
+/// comparisons drawn from `data_seed`, with `method` intervals of `reps` refits seeded `seed`:
+/// the shared fixture of the unit tests of the model's consumers.
+pub(crate) fn simulated_model(
+    n: usize,
+    data_seed: u64,
+    method: crate::calibrate::IntervalMethod,
+    reps: usize,
+    seed: u64,
+) -> crate::fitted::RewardModel {
+    let data = crate::sim::paper_simulation(n, crate::sim::ActionDesign::Uniform, data_seed);
+    let options = crate::fit::FitOptions {
+        threads: 1,
+        seed,
+        ..crate::fit::FitOptions::default()
+    };
+    crate::estimator::EstimatorOptions {
+        fit: options,
+        covariance: crate::inference::CovarianceKind::Expected,
+        intervals: crate::calibrate::IntervalOptions {
+            method,
+            reps: Some(reps),
+        },
+        require_converged: false,
+    }
+    .check()
+    .unwrap()
+    .estimate(&data, &crate::fit::FitControl::default())
+    .unwrap()
+}

@@ -22,9 +22,9 @@
 //! The table is printed (`--nocapture`) and written to `target/calibrated-coverage-report.md`.
 
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
+use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{FitControl, FitOptions};
 use hetreward::fitted::RewardInterval;
-use hetreward::inference::CovarianceKind;
 use hetreward::model::dot;
 use hetreward::sim::{
     high_dimensional, paper_phi, paper_simulation, rng, ActionDesign, PAPER_THETA,
@@ -99,18 +99,15 @@ fn fit(data: &Dataset, method: IntervalMethod, seed: u64) -> Option<RewardModel>
         seed,
         ..FitOptions::default()
     };
-    let intervals = IntervalOptions {
-        method,
-        reps: None,
-        seed,
-    };
-    let model = RewardModel::estimate_with(
-        data,
-        &options,
-        CovarianceKind::Expected,
-        &intervals,
-        &FitControl::default(),
-    )
+    // One seed: the fit's random starts and the bootstrap's label draws.
+    let model = EstimatorOptions {
+        fit: options,
+        intervals: IntervalOptions { method, reps: None },
+        ..EstimatorOptions::default()
+    }
+    .check()
+    .ok()?
+    .estimate(data, &FitControl::default())
     .ok()?;
     model.diagnostics().mle_finite.then_some(model)
 }

@@ -11,10 +11,9 @@
 //! `FULL=1 cargo run --release --example cluster_coverage` (README, "Annotators").
 
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
+use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{fit, FitControl, FitOptions};
-use hetreward::inference::CovarianceKind;
 use hetreward::sim::annotator_effects;
-use hetreward::RewardModel;
 use rayon::prelude::*;
 
 #[test]
@@ -36,17 +35,19 @@ fn auto_with_annotator_ids_covers_where_wald_does_not() {
                 threads: 1,
                 ..FitOptions::default()
             };
-            let model = RewardModel::estimate_with(
-                &data,
-                &options,
-                CovarianceKind::Expected,
-                &IntervalOptions {
+            // Auto picks the one-step jackknife here, which draws nothing: the fit's seed
+            // (random starts) stays the default.
+            let model = EstimatorOptions {
+                fit: options,
+                intervals: IntervalOptions {
                     method: IntervalMethod::Auto,
                     reps: None,
-                    seed: r,
                 },
-                &FitControl::default(),
-            )
+                ..EstimatorOptions::default()
+            }
+            .check()
+            .unwrap()
+            .estimate(&data, &FitControl::default())
             .unwrap();
             assert_eq!(model.calibration().method(), IntervalMethod::ClusterOneStep);
             let mut out = [[0usize; 2]; 2];

@@ -33,6 +33,7 @@
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
 use hetreward::data::Dataset;
 use hetreward::error::{check_alpha, Error, Result};
+use hetreward::estimator::{Estimator, EstimatorOptions};
 use hetreward::fit::{FitControl, FitOptions};
 use hetreward::fitted::{RewardInterval, RewardModel};
 use hetreward::inference::CovarianceKind;
@@ -259,12 +260,7 @@ impl DemoOptions {
                 ),
             ));
         }
-        FitOptions {
-            seed: self.seed,
-            threads: self.threads,
-            ..FitOptions::default()
-        }
-        .check(self.d1, demographic_columns())?;
+        demo_estimator(self).check()?;
         // At fewer than ~10 comparisons per parameter the simulated likelihood is often nearly
         // separable and its information singular: refuse up front with a clear message.
         let p = self.d1 + demographic_columns();
@@ -318,12 +314,6 @@ impl DemoOptions {
             ));
         }
         check_alpha(self.alpha)?;
-        IntervalOptions {
-            method: IntervalMethod::Auto,
-            reps: Some(self.bootstrap_reps),
-            seed: self.seed,
-        }
-        .check()?;
         for (name, v) in [
             ("drift", self.drift),
             ("beta_wd", self.beta_wd),
@@ -678,8 +668,9 @@ pub fn run(options: &DemoOptions, control: &FitControl) -> Result<DemoReport> {
     let simulate = t0.elapsed().as_secs_f64();
 
     let t1 = Instant::now();
-    let fit_options = demo_fit_options(options);
-    let model = RewardModel::estimate(&data, &fit_options, CovarianceKind::Expected, control)?;
+    let estimator = demo_estimator(options).check()?;
+    let fit_options = &estimator.options().fit;
+    let model = RewardModel::estimate(&data, fit_options, CovarianceKind::Expected, control)?;
     let fit = t1.elapsed().as_secs_f64();
 
     let t2 = Instant::now();
@@ -689,7 +680,7 @@ pub fn run(options: &DemoOptions, control: &FitControl) -> Result<DemoReport> {
     let reports = t2.elapsed().as_secs_f64();
 
     let t3 = Instant::now();
-    let calibrated = calibrated_report(&world, &data, &model, &fit_options, options, control)?;
+    let calibrated = calibrated_report(&world, &data, &model, &estimator, options, control)?;
     let calibrate = t3.elapsed().as_secs_f64();
 
     Ok(DemoReport {
@@ -709,17 +700,27 @@ pub fn run(options: &DemoOptions, control: &FitControl) -> Result<DemoReport> {
     })
 }
 
-/// The demo's estimator: the default solver from its homogeneous start alone. The two seeded
-/// U(-1,1) restarts of the default (`FitOptions::restarts`) were 90% of the fit's iterations and
-/// never won here: with hundreds of comparisons per parameter the homogeneous start reaches the
-/// global optimum (the test `one_start_reaches_the_three_start_optimum` checks it at the default
-/// options). Report (d) replicates this same estimator in its bootstrap refits.
-fn demo_fit_options(options: &DemoOptions) -> FitOptions {
-    FitOptions {
-        seed: options.seed,
-        threads: options.threads,
-        restarts: 0,
-        ..FitOptions::default()
+/// The demo's estimator: the default solver from its homogeneous start alone, and the interval
+/// method `auto` picks with the demo's `B`. The two seeded U(-1,1) restarts of the default
+/// (`FitOptions::restarts`) were 90% of the fit's iterations and never won here: with hundreds
+/// of comparisons per parameter the homogeneous start reaches the global optimum (the test
+/// `one_start_reaches_the_three_start_optimum` checks it at the default options). The model
+/// is fitted with its fit options and Wald intervals; report (d) recalibrates it with its
+/// interval method (the same estimator in the bootstrap refits).
+fn demo_estimator(options: &DemoOptions) -> EstimatorOptions {
+    EstimatorOptions {
+        fit: FitOptions {
+            seed: options.seed,
+            threads: options.threads,
+            restarts: 0,
+            ..FitOptions::default()
+        },
+        covariance: CovarianceKind::Expected,
+        intervals: IntervalOptions {
+            method: IntervalMethod::Auto,
+            reps: Some(options.bootstrap_reps),
+        },
+        require_converged: false,
     }
 }
 
@@ -729,18 +730,12 @@ fn calibrated_report(
     world: &World,
     data: &Dataset,
     model: &RewardModel,
-    fit_options: &FitOptions,
+    estimator: &Estimator,
     options: &DemoOptions,
     control: &FitControl,
 ) -> Result<CalibratedReport> {
-    let intervals = IntervalOptions {
-        method: IntervalMethod::Auto,
-        reps: Some(options.bootstrap_reps),
-        seed: options.seed,
-    };
     let wald_warning = model.diagnostics().warning;
-    let calibrated =
-        hetreward::estimator::recalibrate(data, model, &intervals, fit_options, control.cancel)?;
+    let calibrated = estimator.recalibrate(data, model, control.cancel)?;
     let alpha = options.alpha;
     let mut rows = Vec::new();
     let mut k = 0;
@@ -1406,10 +1401,10 @@ mod tests {
         let o = DemoOptions::default();
         let sim = simulate_training(&o).unwrap();
         let control = FitControl::default();
-        let one = hetreward::fit::fit(&sim.data, &demo_fit_options(&o), &control).unwrap();
+        let one = hetreward::fit::fit(&sim.data, &demo_estimator(&o).fit, &control).unwrap();
         let three = FitOptions {
             restarts: 2,
-            ..demo_fit_options(&o)
+            ..demo_estimator(&o).fit
         };
         let three = hetreward::fit::fit(&sim.data, &three, &control).unwrap();
         assert_eq!(one.report.starts, 1);

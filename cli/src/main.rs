@@ -27,9 +27,8 @@ use demo::DemoOptions;
 use hetreward::calibrate::{auto_reason, IntervalDiagnostics, IntervalMethod, IntervalOptions};
 use hetreward::cluster::Heterogeneity;
 use hetreward::codes::Coded;
-use hetreward::fit::{
-    FitControl, FitOptions, FitReport, Init, InitKind, Progress, SolverKind, Termination,
-};
+use hetreward::estimator::EstimatorOptions;
+use hetreward::fit::{FitControl, FitOptions, Init, InitKind, Progress, SolverKind};
 use hetreward::inference::CovarianceKind;
 use hetreward::io::atomic::{self, PendingFile};
 use hetreward::io::{model_file, scoring, training};
@@ -585,37 +584,39 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         (None, None, InitKind::Random) => Init::Random,
         (_, _, InitKind::Explicit) => unreachable!("not among --init's values"),
     };
-    let options = FitOptions {
-        solver: args.solver,
-        eta1: args.eta1,
-        eta2: args.eta2,
-        max_iter: args.max_iter,
-        tol: args.tol,
-        seed: args.seed,
-        init,
-        restarts: args.restarts,
-        threads: args.threads,
-    };
-    let kind = args.covariance;
-    let intervals = IntervalOptions {
-        method: args.intervals,
-        reps: args.bootstrap_reps,
-        seed: args.seed,
-    };
-    intervals.check()?;
-    let model = with_progress(|control| {
-        hetreward::estimator::estimate(&data, &options, kind, &intervals, control)
+    let estimator = EstimatorOptions {
+        fit: FitOptions {
+            solver: args.solver,
+            eta1: args.eta1,
+            eta2: args.eta2,
+            max_iter: args.max_iter,
+            tol: args.tol,
+            seed: args.seed,
+            init,
+            restarts: args.restarts,
+            threads: args.threads,
+        },
+        covariance: args.covariance,
+        intervals: IntervalOptions {
+            method: args.intervals,
+            reps: args.bootstrap_reps,
+        },
+        require_converged: args.require_converged,
+    }
+    .check()?;
+    let model = with_progress(|control| estimator.estimate(&data, control)).map_err(|e| {
+        match e {
+            // --require-converged: exit 3, nothing written (docs/errors.md).
+            Error::NotConverged { .. } if args.require_converged => Failure::Error {
+                code: 3,
+                message: e.to_string(),
+            },
+            e => e.into(),
+        }
     })?;
     let r = model.report();
     if !r.converged {
-        let msg = not_converged(r);
-        if args.require_converged {
-            return Err(Failure::Error {
-                code: 3,
-                message: format!("not converged: {msg}"),
-            });
-        }
-        warn(&format!("not converged: {msg}"));
+        warn(&format!("not converged: {}", r.shortfall()));
     }
     // Every output goes to a temporary file first; they are published (renamed over their
     // targets) only once everything, standard output included, has succeeded.
@@ -739,39 +740,6 @@ fn print_profile(
         );
     }
     Ok(())
-}
-
-/// What a fit that did not meet its tolerance ran into, in plain words, from its termination.
-fn not_converged(r: &FitReport) -> String {
-    let solver = r.solver.name();
-    let (it, grad, tol) = (r.iterations, r.grad_norm, r.tol);
-    match r.termination {
-        Termination::Diverged => format!(
-            "{solver} found no finite estimate: the data are separated (a combination of the \
-             features predicts every label), so the likelihood keeps rising as the estimate \
-             runs off to infinity, and the estimates and standard errors are not meaningful; \
-             look for a feature or covariate that predicts the labels perfectly, or add data"
-        ),
-        Termination::MaxIterations => format!(
-            "{solver} reached the iteration cap ({it} iterations) with the gradient norm \
-             {grad:.3e} still above tol {tol:.1e}; raise --max-iter{}",
-            if r.solver == SolverKind::Agd {
-                " or use --solver newton"
-            } else {
-                ""
-            }
-        ),
-        Termination::Stalled => format!(
-            "{solver} stalled after {it} iterations: no step decreased the objective any more, \
-             with the gradient norm {grad:.3e} still above tol {tol:.1e} (the tolerance is \
-             finer than double precision reaches on these data, or the likelihood has no finite \
-             maximum, e.g. nearly separated data); loosen --tol or check the data"
-        ),
-        Termination::Converged => format!(
-            "{solver} ended after {it} iterations with the gradient norm {grad:.3e} above tol \
-             {tol:.1e}"
-        ),
-    }
 }
 
 /// Checks `fit`'s outputs before any work: no output is the same file as DATA or as the other

@@ -4,6 +4,7 @@
 //! Numbers printed by the CLI are checked against the library called directly on the same
 //! data: the CLI must only convert and report.
 
+use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{FitControl, FitOptions};
 use hetreward::inference::CovarianceKind;
 use hetreward::io::model_file;
@@ -1749,17 +1750,16 @@ fn fit_with_cluster_ids_uses_cluster_intervals_under_auto_and_reports_heterogene
     assert!(auto.contains("heterogeneity: 40 clusters"), "{auto}");
     assert!(!auto.contains("warning: annotators differ"), "{auto}");
     // The CLI reports the library's cluster-jackknife interval of gamma[0].
-    let library = RewardModel::estimate_with(
-        &data,
-        &FitOptions::default(),
-        CovarianceKind::Expected,
-        &IntervalOptions {
+    let library = EstimatorOptions {
+        intervals: IntervalOptions {
             method: IntervalMethod::ClusterOneStep,
             reps: None,
-            seed: 0,
         },
-        &FitControl::default(),
-    )
+        ..EstimatorOptions::default()
+    }
+    .check()
+    .unwrap()
+    .estimate(&data, &FitControl::default())
     .unwrap();
     let ci = library.gamma_interval(0, 0.05);
     assert!(auto.contains(&format!("{:.6}", ci.lower)), "{auto}\n{ci:?}");

@@ -113,8 +113,6 @@ pub struct IntervalOptions {
     /// Bootstrap refits `B`; `None` = the method's default ([`DEFAULT_BOOTSTRAP_REPS`],
     /// [`DEFAULT_RESIZED_REPS`]). Ignored by Wald.
     pub reps: Option<usize>,
-    /// Seed of the label draws (the CLI passes `--seed`). Default 0.
-    pub seed: u64,
 }
 
 impl IntervalOptions {
@@ -183,7 +181,7 @@ pub fn auto_reason(method: IntervalMethod) -> &'static str {
 }
 
 /// A model's interval method and, for the bootstrap methods, the refits' draws and figures.
-/// Immutable; built by the pipeline ([`crate::estimator::estimate`]) (or read from a model file via [`Calibration::from_parts`]).
+/// Immutable; built by the pipeline ([`crate::estimator::Estimator::estimate`]) (or read from a model file via [`Calibration::from_parts`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Calibration {
     requested: IntervalMethod,
@@ -529,12 +527,14 @@ pub(crate) fn diagnostics_clustered(
 /// Computes the calibration asked for by `options` of the estimate `params` of `data`, on the
 /// current rayon pool: resolves `auto`, runs the bootstrap's refits, and returns the
 /// [`Calibration`] to attach with `RewardModel::with_calibration` (the pipeline
-/// [`crate::estimator::estimate`] does). `wald_factor` is the packed lower Cholesky factor of
-/// the Wald `Cov(theta_hat)` at `params` (for `c_hat`). `estimator` are the options `params`
-/// were fitted with: the refits run at their tolerance, and a refit that does not converge
-/// from the warm start is solved again from the estimator's own starts ([`draws`]).
+/// [`crate::estimator::Estimator::estimate`] does). `wald_factor` is the packed lower Cholesky
+/// factor of the Wald `Cov(theta_hat)` at `params` (for `c_hat`). `estimator` are the fit
+/// options `params` were fitted with: the refits run at their tolerance, a refit that does not
+/// converge from the warm start is solved again from the estimator's own starts ([`draws`]),
+/// and `estimator.seed` seeds the label draws. Both option sets come checked, against `data`
+/// too, from an [`crate::estimator::Estimator`].
 ///
-/// Errors: invalid `options` or `estimator`, [`Error::Cancelled`] (checked before every refit iteration),
+/// Errors: [`Error::Cancelled`] (checked before every refit iteration),
 /// [`Error::NotConverged`] when the resized bootstrap cannot estimate a positive inflation.
 pub(crate) fn calibrate(
     data: &Dataset,
@@ -544,12 +544,10 @@ pub(crate) fn calibrate(
     estimator: &FitOptions,
     cancel: Option<&AtomicBool>,
 ) -> Result<Calibration> {
-    options.check()?;
     let method = match options.method {
         IntervalMethod::Auto => auto_pick_for(data),
         m => m,
     };
-    estimator.check(data.d1(), data.d2())?;
     let settings = || draws::Settings::new(data, estimator, cancel);
     let mut cal = match method {
         IntervalMethod::Wald | IntervalMethod::Auto => {
@@ -584,7 +582,7 @@ pub(crate) fn calibrate(
                 params,
                 params,
                 reps,
-                options.seed,
+                estimator.seed,
                 draws::Stream::Bootstrap,
                 &settings(),
             )?;
@@ -592,7 +590,7 @@ pub(crate) fn calibrate(
                 requested: options.method,
                 method,
                 reps,
-                seed: options.seed,
+                seed: estimator.seed,
                 diverged: set.diverged,
                 shrink: 1.0,
                 alpha_hat: 1.0,
@@ -604,12 +602,12 @@ pub(crate) fn calibrate(
         }
         IntervalMethod::Resized => {
             let reps = options.reps.unwrap_or(DEFAULT_RESIZED_REPS);
-            let r = resized::run(data, params, reps, options.seed, &settings())?;
+            let r = resized::run(data, params, reps, estimator.seed, &settings())?;
             Calibration {
                 requested: options.method,
                 method,
                 reps,
-                seed: options.seed,
+                seed: estimator.seed,
                 diverged: r.draws.diverged,
                 shrink: r.shrink,
                 alpha_hat: r.alpha_hat,

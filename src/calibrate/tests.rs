@@ -1,28 +1,24 @@
 use super::*;
+use crate::estimator::EstimatorOptions;
 use crate::fit::{FitControl, FitOptions};
 use crate::fitted::RewardModel;
-use crate::inference::CovarianceKind;
 use crate::interval::{quantile_sorted, Target};
 use crate::sim::{homogeneous, paper_simulation, ActionDesign};
 use crate::stats::critical_value;
 
 fn fit(data: &Dataset, method: IntervalMethod, reps: Option<usize>, threads: usize) -> RewardModel {
-    let options = FitOptions {
-        threads,
-        ..FitOptions::default()
-    };
-    let intervals = IntervalOptions {
-        method,
-        reps,
-        seed: 5,
-    };
-    RewardModel::estimate_with(
-        data,
-        &options,
-        CovarianceKind::Expected,
-        &intervals,
-        &FitControl::default(),
-    )
+    EstimatorOptions {
+        fit: FitOptions {
+            threads,
+            seed: 5,
+            ..FitOptions::default()
+        },
+        intervals: IntervalOptions { method, reps },
+        ..EstimatorOptions::default()
+    }
+    .check()
+    .unwrap()
+    .estimate(data, &FitControl::default())
     .unwrap()
 }
 
@@ -79,17 +75,20 @@ fn bootstrap_is_deterministic_whatever_the_thread_count() {
     assert_eq!(one.calibration().theta_draws().len(), 40 * 3);
     assert_eq!(one.calibration().gamma_draws().len(), 40 * 2);
     // Another seed gives other draws.
-    let other = RewardModel::estimate_with(
-        &data,
-        &FitOptions::default(),
-        CovarianceKind::Expected,
-        &IntervalOptions {
+    let other = EstimatorOptions {
+        fit: FitOptions {
+            seed: 6,
+            ..FitOptions::default()
+        },
+        intervals: IntervalOptions {
             method: IntervalMethod::Bootstrap,
             reps: Some(40),
-            seed: 6,
         },
-        &FitControl::default(),
-    )
+        ..EstimatorOptions::default()
+    }
+    .check()
+    .unwrap()
+    .estimate(&data, &FitControl::default())
     .unwrap();
     assert_ne!(
         one.calibration().theta_draws(),

@@ -1,6 +1,6 @@
 //! The four kinds of cluster draws (see the module docs of [`crate::cluster`]).
 
-use super::{ClusterDraws, Clusters};
+use super::clusters::Clusters;
 use crate::calibrate::draws::{draw_seed, warm_refit, Settings, Stream};
 use crate::data::Dataset;
 use crate::error::Result;
@@ -13,6 +13,47 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use std::sync::atomic::AtomicBool;
+
+/// Estimates of `(theta, gamma)` stacked (theta first), one row of `p = d1 + d2` per cluster or
+/// resample, row-major; and how many of the refits behind them did not converge.
+#[derive(Debug, Clone, PartialEq)]
+#[doc(hidden)] // reached through `crate::internals` only
+pub struct ClusterDraws {
+    /// `k x p`, row-major.
+    pub values: Vec<f64>,
+    /// `p = d1 + d2`.
+    pub p: usize,
+    /// Refits that converged from neither the warm start nor the estimator's own starts (0 for
+    /// the refit-free methods).
+    pub diverged: usize,
+}
+
+impl ClusterDraws {
+    /// Number of draws.
+    pub(crate) fn len(&self) -> usize {
+        self.values.len() / self.p.max(1)
+    }
+
+    /// The draws' theta (`k x d1`) and gamma (`k x (p - d1)`) blocks in `f32`, row-major (as
+    /// a [`crate::calibrate::Calibration`] stores them).
+    pub(crate) fn split_f32(&self, d1: usize) -> (Vec<f32>, Vec<f32>) {
+        let mut theta = Vec::with_capacity(self.len() * d1);
+        let mut gamma = Vec::with_capacity(self.len() * (self.p - d1));
+        for row in self.values.chunks_exact(self.p) {
+            theta.extend(row[..d1].iter().map(|&v| v as f32));
+            gamma.extend(row[d1..].iter().map(|&v| v as f32));
+        }
+        (theta, gamma)
+    }
+
+    /// `a . b_g` for every draw `g` (`a` of length `p`).
+    pub fn projections(&self, a: &[f64]) -> Vec<f64> {
+        self.values
+            .chunks_exact(self.p)
+            .map(|row| crate::linalg::dot(a, row))
+            .collect()
+    }
+}
 
 /// Per cluster: the summed NLL gradient `s_g` and the summed observed Hessian `H_g` at
 /// `params` (one pass over each cluster's rows).

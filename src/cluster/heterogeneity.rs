@@ -4,17 +4,18 @@
 //! Under the working model (comparisons independent given the covariates) the CR1
 //! cluster-robust variance and the inverse expected information estimate the same variance,
 //! so their ratio (the design effect) is near 1, within its noise of about `sqrt(2 / k)` with
-//! `k` the coefficient's effective number of clusters ([`super::effective_df`], Kish's count:
+//! `k` the coefficient's effective number of clusters ([`crate::interval::effective_df`], Kish's count:
 //! a gamma of an annotator covariate held by few annotators has few).
 //! An annotator effect the covariates miss makes one annotator's comparisons dependent and
 //! the ratio grows with the comparisons per annotator; an interval that assumes independence
 //! then covers about `2 Phi(1.96 / sqrt(ratio)) - 1` instead of 0.95.
 
+use super::clusters::Clusters;
 use super::draws::sandwich_with;
-use super::{effective_df, Clusters};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::inference::{factors_from_matrices, CovarianceKind};
+use crate::interval::effective_df;
 use crate::likelihood::{add_residual_cross_term, expected_information, residual_cross_term};
 use crate::model::Params;
 use statrs::distribution::{ContinuousCDF, Normal};
@@ -58,7 +59,7 @@ pub struct Heterogeneity {
 /// The [`Heterogeneity`] of the fit `params` of `data` (which must have cluster ids).
 ///
 /// Errors: [`crate::Error::InvalidArgument`] (`cluster`) without cluster ids or with fewer than
-/// [`super::MIN_CLUSTERS`]; [`crate::Error::SingularInformation`] as the covariance.
+/// [`super::clusters::MIN_CLUSTERS`]; [`crate::Error::SingularInformation`] as the covariance.
 pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
     let clusters = Clusters::of(data)?;
     let g = clusters.len() as f64;

@@ -28,120 +28,16 @@
 //! `G - 1` degrees of freedom (`Df::Fixed`) or an effective number of clusters of the
 //! functional (`Df::Effective`).
 
+mod clusters;
 pub(crate) mod draws;
 mod heterogeneity;
 
-pub(crate) use crate::interval::effective_df;
+pub use clusters::{Clusters, MIN_CLUSTERS};
 #[cfg(test)]
 pub(crate) use draws::sandwich;
+pub use draws::ClusterDraws;
 pub(crate) use draws::{jackknife, one_step_jackknife};
 pub use heterogeneity::{heterogeneity, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING};
-
-use crate::data::Dataset;
-use crate::error::{Error, Result};
-use std::collections::BTreeMap;
-
-/// The rows of each cluster of a dataset, clusters in increasing id order.
-#[derive(Debug, Clone, PartialEq)]
-#[doc(hidden)] // reached through `crate::internals` only
-pub struct Clusters {
-    ids: Vec<i64>,
-    rows: Vec<Vec<usize>>,
-}
-
-/// Fewest clusters the cluster methods accept (a variance from fewer is not an estimate).
-pub const MIN_CLUSTERS: usize = 3;
-
-impl Clusters {
-    /// The clusters of `data`.
-    ///
-    /// Errors: [`Error::InvalidArgument`] (`cluster`) when the data have no cluster ids or
-    /// fewer than [`MIN_CLUSTERS`] distinct ids.
-    pub fn of(data: &Dataset) -> Result<Self> {
-        let ids = data.cluster().ok_or_else(|| {
-            Error::invalid(
-                "cluster",
-                "cluster-aware intervals need cluster ids in the data",
-            )
-        })?;
-        let mut map: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
-        for (i, &c) in ids.iter().enumerate() {
-            map.entry(c).or_default().push(i);
-        }
-        if map.len() < MIN_CLUSTERS {
-            return Err(Error::invalid(
-                "cluster",
-                format!(
-                    "{} distinct cluster id(s); cluster-aware intervals need at least {MIN_CLUSTERS}",
-                    map.len()
-                ),
-            ));
-        }
-        let (ids, rows) = map.into_iter().unzip();
-        Ok(Clusters { ids, rows })
-    }
-
-    /// Number of clusters `G`.
-    pub(crate) fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    /// The rows of cluster `g` (by rank), increasing.
-    pub(crate) fn rows(&self, g: usize) -> &[usize] {
-        &self.rows[g]
-    }
-
-    /// Every row except those of cluster `g`, increasing.
-    pub(crate) fn rows_without(&self, g: usize) -> Vec<usize> {
-        self.rows
-            .iter()
-            .enumerate()
-            .filter(|&(h, _)| h != g)
-            .flat_map(|(_, r)| r.iter().copied())
-            .collect()
-    }
-}
-
-/// Estimates of `(theta, gamma)` stacked (theta first), one row of `p = d1 + d2` per cluster or
-/// resample, row-major; and how many of the refits behind them did not converge.
-#[derive(Debug, Clone, PartialEq)]
-#[doc(hidden)] // reached through `crate::internals` only
-pub struct ClusterDraws {
-    /// `k x p`, row-major.
-    pub values: Vec<f64>,
-    /// `p = d1 + d2`.
-    pub p: usize,
-    /// Refits that converged from neither the warm start nor the estimator's own starts (0 for
-    /// the refit-free methods).
-    pub diverged: usize,
-}
-
-impl ClusterDraws {
-    /// Number of draws.
-    pub(crate) fn len(&self) -> usize {
-        self.values.len() / self.p.max(1)
-    }
-
-    /// The draws' theta (`k x d1`) and gamma (`k x (p - d1)`) blocks in `f32`, row-major (as
-    /// a [`crate::calibrate::Calibration`] stores them).
-    pub(crate) fn split_f32(&self, d1: usize) -> (Vec<f32>, Vec<f32>) {
-        let mut theta = Vec::with_capacity(self.len() * d1);
-        let mut gamma = Vec::with_capacity(self.len() * (self.p - d1));
-        for row in self.values.chunks_exact(self.p) {
-            theta.extend(row[..d1].iter().map(|&v| v as f32));
-            gamma.extend(row[d1..].iter().map(|&v| v as f32));
-        }
-        (theta, gamma)
-    }
-
-    /// `a . b_g` for every draw `g` (`a` of length `p`).
-    pub fn projections(&self, a: &[f64]) -> Vec<f64> {
-        self.values
-            .chunks_exact(self.p)
-            .map(|row| crate::linalg::dot(a, row))
-            .collect()
-    }
-}
 
 #[cfg(test)]
 mod tests;

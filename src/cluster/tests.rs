@@ -1,7 +1,10 @@
 use super::draws::pairs_bootstrap;
 use super::*;
+use crate::data::Dataset;
+use crate::estimator::EstimatorOptions;
 use crate::fit::{fit, FitControl, FitOptions, Init};
 use crate::inference::{covariance_factors, CovarianceKind};
+use crate::interval::effective_df;
 use crate::interval::{interval, Center, Df, Spread};
 use crate::sim::annotator_effects;
 
@@ -225,20 +228,15 @@ fn interval_formulas() {
 #[test]
 fn the_model_intervals_are_the_jackknife_intervals_and_auto_follows_the_cluster_ids() {
     use crate::calibrate::{IntervalMethod, IntervalOptions};
-    use crate::RewardModel;
     let data = annotator_effects(25, 20, 0.6, 5);
     let estimate = |data: &Dataset, method| {
-        RewardModel::estimate_with(
-            data,
-            &FitOptions::default(),
-            CovarianceKind::Expected,
-            &IntervalOptions {
-                method,
-                reps: None,
-                seed: 0,
-            },
-            &FitControl::default(),
-        )
+        EstimatorOptions {
+            intervals: IntervalOptions { method, reps: None },
+            ..EstimatorOptions::default()
+        }
+        .check()
+        .unwrap()
+        .estimate(data, &FitControl::default())
         .unwrap()
     };
     let model = estimate(&data, IntervalMethod::Auto);
@@ -283,17 +281,16 @@ fn the_model_intervals_are_the_jackknife_intervals_and_auto_follows_the_cluster_
     );
     assert!(!m.calibration().method().is_cluster());
     // A cluster method on data without ids names the argument.
-    let err = RewardModel::estimate_with(
-        &plain,
-        &FitOptions::default(),
-        CovarianceKind::Expected,
-        &IntervalOptions {
+    let err = EstimatorOptions {
+        intervals: IntervalOptions {
             method: IntervalMethod::ClusterOneStep,
             reps: None,
-            seed: 0,
         },
-        &FitControl::default(),
-    )
+        ..EstimatorOptions::default()
+    }
+    .check()
+    .unwrap()
+    .estimate(&plain, &FitControl::default())
     .unwrap_err();
     assert!(err.to_string().contains("cluster"), "{err}");
 }

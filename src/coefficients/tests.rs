@@ -3,7 +3,7 @@ use crate::select::{compare, DiffMethod};
 use crate::stats::{critical_value, two_sided_p_value};
 
 fn model(method: IntervalMethod) -> RewardModel {
-    crate::fitted::simulated_model(300, 21, method, 40, 3)
+    crate::testing::simulated_model(300, 21, method, 40, 3)
 }
 
 fn unit(d: usize, j: usize) -> Vec<f64> {

@@ -1,13 +1,13 @@
 //! The coefficient table in the C ABI: estimate, SE, z, p-value and CI of every theta_j and
 //! gamma_k under the model's interval method ([`crate::coefficients`]).
 
+use super::args::{out_ptr, out_slice, write_zero_padded, ZeroPadded};
 use super::enums::{
     from_c, hetreward_coefficients, CoefficientRows, HETREWARD_COEFFICIENTS_GAMMA,
     HETREWARD_COEFFICIENTS_THETA,
 };
 use super::model::{hetreward_model, model_ref};
 use super::status::{boundary, hetreward_status};
-use super::{out_ptr, out_slice, write_zero_padded, ZeroPadded};
 use crate::coefficients::{self, Block, Coefficient};
 use crate::error::{check_alpha, Error};
 

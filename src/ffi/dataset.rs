@@ -1,7 +1,7 @@
 //! `hetreward_dataset`: a validated training set built from caller arrays or a file.
 
+use super::args::{c_path, checked_len, handle_ref, in_slice, optional_slice, out_ptr};
 use super::status::{boundary, boundary_value, hetreward_status};
-use super::{c_path, checked_len, handle_ref, in_slice, optional_slice, out_ptr};
 use crate::data::{Dataset, Rows};
 use crate::error::Result;
 use std::ffi::c_char;

@@ -1,16 +1,17 @@
 //! `hetreward_fitter`: fit options (a params struct with defaults, llama.h style), the progress
 //! callback, and cancellation from another thread.
 
+use super::args::{handle_ref, in_slice, out_ptr};
 use super::dataset::{dataset_ref, hetreward_dataset};
 use super::enums::{
     from_c, hetreward_covariance, hetreward_init, hetreward_intervals, hetreward_solver,
 };
 use super::model::{hetreward_model, model_into_raw};
 use super::status::{boundary, boundary_value, hetreward_status};
-use super::{handle_ref, in_slice, out_ptr};
 use crate::calibrate::{IntervalMethod, IntervalOptions, MAX_REPS, MIN_REPS};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::estimator::{Estimator, EstimatorOptions};
 use crate::fit::{FitControl, FitOptions, Init, InitKind, Progress, SolverKind};
 use crate::fitted::RewardModel;
 use crate::inference::CovarianceKind;
@@ -214,10 +215,7 @@ impl ProgressHook {
 /// any number of datasets one after the other.
 #[allow(non_camel_case_types)]
 pub struct hetreward_fitter {
-    options: FitOptions,
-    covariance: CovarianceKind,
-    intervals: IntervalOptions,
-    require_converged: bool,
+    estimator: Estimator,
     progress: Option<ProgressHook>,
     cancel: AtomicBool,
 }
@@ -255,25 +253,35 @@ impl hetreward_fitter {
                 Error::invalid("params.max_iter", format!("{k} does not fit in size_t"))
             })?),
         };
-        let options = FitOptions {
-            solver,
-            eta1: p.eta1,
-            eta2: p.eta2,
-            max_iter,
-            tol: p.tol,
-            seed: p.seed,
-            init,
-            restarts: p.restarts as usize,
-            threads: p.threads as usize,
+        let reps = match p.bootstrap_reps {
+            0 => None,
+            b => Some(b as usize),
         };
-        // The checks that need no data (the dimensions are checked at fit time).
-        options.check_free().map_err(prefix_params)?;
-        let intervals = interval_options(p)?;
-        Ok(hetreward_fitter {
-            options,
+        let estimator = EstimatorOptions {
+            fit: FitOptions {
+                solver,
+                eta1: p.eta1,
+                eta2: p.eta2,
+                max_iter,
+                tol: p.tol,
+                seed: p.seed,
+                init,
+                restarts: p.restarts as usize,
+                threads: p.threads as usize,
+            },
             covariance,
-            intervals,
+            intervals: IntervalOptions {
+                method: from_c("params.intervals", p.intervals, "HETREWARD_INTERVALS_*")?,
+                reps,
+            },
             require_converged: p.require_converged,
+        }
+        // The checks that need no data (the dimensions are checked at fit time), named as
+        // fields of the params struct.
+        .check()
+        .map_err(|e| params_error(e, p.bootstrap_reps))?;
+        Ok(hetreward_fitter {
+            estimator,
             progress: p.progress.map(|callback| ProgressHook {
                 callback,
                 user_data: p.progress_user_data,
@@ -284,22 +292,15 @@ impl hetreward_fitter {
 
     /// Fits `data` with these options; the cancel flag is cleared when the fit ends.
     fn fit(&self, data: &Dataset) -> Result<RewardModel> {
-        self.run(|options, covariance, intervals, control| {
-            crate::estimator::estimate(data, options, covariance, intervals, control)
-        })
+        self.run(|estimator, control| estimator.estimate(data, control))
     }
 
-    /// Runs `estimate` with the fitter's settings, progress callback and cancel flag, then
-    /// applies `require_converged`: the frame of every fit a fitter drives
-    /// (hetreward_fitter_fit(), hetreward_fit_distributed()).
+    /// Runs `estimate` with the fitter's estimator, progress callback and cancel flag, then
+    /// clears the flag: the frame of every fit a fitter drives (hetreward_fitter_fit(),
+    /// hetreward_fit_distributed()).
     pub(super) fn run(
         &self,
-        estimate: impl FnOnce(
-            &FitOptions,
-            CovarianceKind,
-            &IntervalOptions,
-            &FitControl,
-        ) -> Result<RewardModel>,
+        estimate: impl FnOnce(&Estimator, &FitControl) -> Result<RewardModel>,
     ) -> Result<RewardModel> {
         let hook = self.progress.as_ref();
         let observe = |p: &Progress| hook.is_none_or(|h| h.call(p));
@@ -307,48 +308,24 @@ impl hetreward_fitter {
             progress: hook.map(|_| &observe as &(dyn Fn(&Progress) -> bool + Sync)),
             cancel: Some(&self.cancel),
         };
-        let result = estimate(&self.options, self.covariance, &self.intervals, &control);
+        let result = estimate(&self.estimator, &control);
         self.cancel.store(false, Ordering::SeqCst);
-        let model = result?;
-        let r = model.report();
-        if self.require_converged && !r.converged {
-            return Err(Error::NotConverged {
-                detail: format!(
-                    "{} stopped ({}) after {} iterations with gradient norm {:.3e} > tol {:.1e} (params.require_converged is set)",
-                    r.solver.name(),
-                    r.termination.name(),
-                    r.iterations,
-                    r.grad_norm,
-                    r.tol
-                ),
-            });
-        }
-        Ok(model)
+        result
     }
 }
 
-/// Converts and checks the interval fields of the fit params.
-fn interval_options(p: &hetreward_fit_params) -> Result<IntervalOptions> {
-    let method: IntervalMethod = from_c("params.intervals", p.intervals, "HETREWARD_INTERVALS_*")?;
-    let reps = match p.bootstrap_reps {
-        0 => None,
-        b => Some(b as usize),
-    };
-    let options = IntervalOptions {
-        method,
-        reps,
-        seed: p.seed,
-    };
-    options.check().map_err(|_| {
-        Error::invalid(
+/// An error of [`EstimatorOptions::check`] as the C caller knows the fields: the refit count
+/// with the C convention (0 = the default), every other option prefixed `params.`.
+fn params_error(error: Error, bootstrap_reps: u32) -> Error {
+    match error {
+        Error::InvalidArgument { arg, .. } if arg == "bootstrap_reps" => Error::invalid(
             "params.bootstrap_reps",
             format!(
-                "must be 0 (the default) or lie in [{MIN_REPS}, {MAX_REPS}]; got {}",
-                p.bootstrap_reps
+                "must be 0 (the default) or lie in [{MIN_REPS}, {MAX_REPS}]; got {bootstrap_reps}"
             ),
-        )
-    })?;
-    Ok(options)
+        ),
+        other => prefix_params(other),
+    }
 }
 
 /// Names option errors as fields of the params struct (`eta1` -> `params.eta1`).

@@ -2,10 +2,10 @@
 //! effect (cluster-robust over model-based variance) and the effective number of clusters, and
 //! the warning the CLI prints, of a model on a dataset with cluster ids.
 
+use super::args::{check_dim, out_ptr, out_slice, write_slice, write_zero_padded, ZeroPadded};
 use super::dataset::{dataset_ref, hetreward_dataset};
 use super::model::{hetreward_model, model_ref};
 use super::status::{boundary, hetreward_status};
-use super::{check_dim, out_ptr, out_slice, write_slice, write_zero_padded, ZeroPadded};
 use crate::cluster::heterogeneity;
 
 /// The summary of the heterogeneity diagnostic, filled by hetreward_model_heterogeneity().

@@ -2,10 +2,10 @@
 //! the getter of a model's method and diagnostics, its warning, and the paper's Wald view of
 //! any model.
 
+use super::args::{check_dim, in_slice, out_ptr};
 use super::enums::hetreward_intervals;
 use super::model::{hetreward_model, hetreward_reward, model_into_raw, model_ref};
 use super::status::{boundary, hetreward_status};
-use super::{check_dim, in_slice, out_ptr};
 use std::ffi::c_char;
 
 /// A model's interval method, its figures and the fit's interval diagnostics, filled by
@@ -396,7 +396,7 @@ mod tests {
     fn a_crafted_gamma_bias_is_an_error_naming_psi_never_an_infinite_interval() {
         use super::super::model::hetreward_model_load_buffer;
         use crate::calibrate::IntervalMethod;
-        let model = crate::fitted::simulated_model(300, 5, IntervalMethod::Resized, 20, 1);
+        let model = crate::testing::simulated_model(300, 5, IntervalMethod::Resized, 20, 1);
         let bytes = crate::io::model_file::to_bytes(&model);
         let (d1, d2) = (model.d1(), model.d2());
         // docs/model-format.md: 20-byte header; the interval section (50 bytes before the

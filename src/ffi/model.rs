@@ -1,15 +1,15 @@
 //! `hetreward_model`: an immutable fitted model — estimates, SEs, report, scoring,
 //! comparisons, BoN / pBoN selection, rationality, saving and loading.
 
+use super::args::{
+    c_path, check_dim, checked_len, handle_ref, in_slice, optional_slice, out_ptr, out_slice,
+    write_slice, write_zero_padded, ZeroPadded,
+};
 use super::enums::{
     from_c, hetreward_covariance, hetreward_diff_method, hetreward_policy, hetreward_solver,
     hetreward_termination, hetreward_verdict,
 };
 use super::status::{boundary, boundary_value, hetreward_status};
-use super::{
-    c_path, check_dim, checked_len, handle_ref, in_slice, optional_slice, out_ptr, out_slice,
-    write_slice, write_zero_padded, ZeroPadded,
-};
 use crate::error::{check_alpha, Error, Result};
 use crate::fitted::{RewardInterval, RewardModel};
 use crate::io::model_file;

@@ -1,10 +1,10 @@
 //! `hetreward_shard_stats`: per-shard sums at given parameters, merged and moved as bytes by
 //! an engine (Ray, Dask, Spark) whose driver fits from them (see docs/distributed.md).
 
+use super::args::{checked_len, handle_ref, in_slice, out_ptr, out_slice, write_slice};
 use super::dataset::{dataset_ref, hetreward_dataset};
 use super::enums::hetreward_shard_sections;
 use super::status::{boundary, boundary_value, hetreward_status};
-use super::{checked_len, handle_ref, in_slice, out_ptr, out_slice, write_slice};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::MAX_THREADS;
@@ -129,8 +129,8 @@ pub extern "C" fn hetreward_shard_stats_compute(
         let out = out_ptr(out_stats, "out_stats")?;
         // SAFETY: the header's contract: NULL or a live dataset.
         let data = unsafe { dataset_ref(shard) }?;
-        super::check_dim("d1", d1, data.d1(), "the shard's d1")?;
-        super::check_dim("d2", d2, data.d2(), "the shard's d2")?;
+        super::args::check_dim("d1", d1, data.d1(), "the shard's d1")?;
+        super::args::check_dim("d2", d2, data.d2(), "the shard's d2")?;
         // SAFETY: the header's contract on array lengths.
         let theta = unsafe { in_slice(theta, d1, "theta") }?.to_vec();
         let gamma = unsafe { in_slice(gamma, d2, "gamma") }?.to_vec();
@@ -261,7 +261,7 @@ pub extern "C" fn hetreward_shard_stats_value(
         // SAFETY: the header's contract.
         let stats = unsafe { handle_ref(stats, "stats") }?;
         let p = stats.inner.d1() + stats.inner.d2();
-        super::check_dim("grad_len", grad_len, p, "d1 + d2")?;
+        super::args::check_dim("grad_len", grad_len, p, "d1 + d2")?;
         let out_grad = out_slice(out_grad, grad_len, "out_grad")?;
         let nll = stats.inner.nll_sum()?;
         let grad = stats.inner.grad_sum()?;

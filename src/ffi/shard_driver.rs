@@ -3,6 +3,7 @@
 //! caller's oracle callback as request bytes, which the caller's workers answer with
 //! hetreward_shard_stats_compute_request() and the caller merges in shard order.
 
+use super::args::{handle_ref, in_slice, out_ptr};
 use super::dataset::{dataset_ref, hetreward_dataset};
 use super::fitter::hetreward_fitter;
 use super::model::{hetreward_model, model_into_raw};
@@ -10,7 +11,6 @@ use super::shard::hetreward_shard_stats;
 use super::status::{
     boundary, hetreward_last_error_message, hetreward_status, hetreward_status_name, set_last_error,
 };
-use super::{handle_ref, in_slice, out_ptr};
 use crate::calibrate::IntervalMethod;
 use crate::error::{Error, Result};
 use crate::fit::NewtonVariant;
@@ -162,13 +162,13 @@ pub extern "C" fn hetreward_shard_stats_compute_request(
         // SAFETY: the header's contract: `request_len` readable bytes.
         let bytes = unsafe { in_slice(request, request_len, "request") }?;
         let request = Request::from_bytes(bytes)?;
-        super::check_dim(
+        super::args::check_dim(
             "request d1",
             request.params.theta.len(),
             data.d1(),
             "the shard's d1",
         )?;
-        super::check_dim(
+        super::args::check_dim(
             "request d2",
             request.params.gamma.len(),
             data.d2(),
@@ -302,8 +302,9 @@ pub extern "C" fn hetreward_fit_distributed(
             stopped: &stopped,
         };
         let mut rounds = Rounds::default();
-        let model = fitter.run(|options, covariance, intervals, control| {
-            if intervals.method != IntervalMethod::Wald {
+        let model = fitter.run(|estimator, control| {
+            let options = estimator.options();
+            if options.intervals.method != IntervalMethod::Wald {
                 return Err(Error::invalid(
                     "params.intervals",
                     "the distributed fit gives Wald intervals only (calibrated intervals refit the data many times)",
@@ -311,13 +312,15 @@ pub extern "C" fn hetreward_fit_distributed(
             }
             let fit = fit_distributed(
                 &mut oracle,
-                options,
+                &options.fit,
                 NewtonVariant::Auto,
                 control,
-                Some(covariance),
+                Some(options.covariance),
             )?;
             rounds = fit.rounds;
-            fit.model(covariance)
+            let model = fit.model(options.covariance)?;
+            estimator.accept(model.report())?;
+            Ok(model)
         })?;
         // SAFETY: checked non-NULL; written only on success.
         unsafe {

@@ -277,8 +277,8 @@ fn progress_callback_can_cancel_and_fitter_is_reusable() {
 /// bytes, and the value reads back equal (a field forgotten in `write_fields` would read 0).
 #[test]
 fn padded_outputs_are_written_byte_for_byte() {
+    use super::args::{write_zero_padded, ZeroPadded};
     use super::model::{hetreward_comparison, hetreward_fit_report};
-    use super::{write_zero_padded, ZeroPadded};
     fn check<T: ZeroPadded + PartialEq + std::fmt::Debug + Copy>(value: T) {
         let bytes = |fill: u8| {
             let mut slot = std::mem::MaybeUninit::<T>::uninit();

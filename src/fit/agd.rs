@@ -13,7 +13,8 @@
 //! the new point (the next theta step and the convergence check; updates only).
 
 use super::in_memory::InMemory;
-use super::{Solver, State, Step};
+use super::iteration::{Solver, Step};
+use super::state::State;
 use crate::error::Result;
 use crate::likelihood::{gamma_gradient_and_t, nll_and_gradient_given_t};
 use crate::model::Params;

@@ -4,7 +4,7 @@
 
 use super::newton_cg::{CgStats, DataPreconditioner};
 use super::objective::{Free, Objective};
-use super::State;
+use super::state::State;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::likelihood::{

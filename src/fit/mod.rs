@@ -27,21 +27,25 @@
 
 pub(crate) mod agd;
 pub(crate) mod in_memory;
+pub(crate) mod iteration;
 pub(crate) mod line_search;
 pub(crate) mod newton;
 pub(crate) mod newton_cg;
 pub(crate) mod objective;
+pub(crate) mod state;
 
 use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{check_finite, Error, Result};
-use crate::likelihood::nll_and_gradient;
 use crate::model::Params;
 use crate::parallel::run_in_pool;
 use in_memory::InMemory;
+pub(crate) use iteration::{run_solver, stop_reason, Limits, Run};
+pub use iteration::{FitControl, Progress, Termination};
 use objective::Free;
 use rand::Rng;
-use std::sync::atomic::{AtomicBool, Ordering};
+pub(crate) use state::{finite_point, State};
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 /// Problems with at most this many parameters (`d1 + d2`) use the dense Newton variant (and
@@ -268,30 +272,6 @@ impl FitOptions {
     }
 }
 
-coded_enum! {
-    /// Why a solver stopped.
-    pub enum Termination: "termination", "termination" {
-        /// The gradient norm met the tolerance.
-        Converged = 0 => "converged",
-        /// The iteration cap was reached first.
-        MaxIterations = 1 => "max_iterations",
-        /// The line search could not decrease the objective any further (numerical floor or
-        /// a likelihood without a finite optimum, e.g. separable data).
-        Stalled = 2 => "stalled",
-        /// The estimate runs off to infinity: parameters or objective became non-finite, or
-        /// the gradient vanished only because the data are perfectly separated (mean NLL
-        /// below `SEPARATED_NLL`: every label predicted with certainty, the MLE lies at
-        /// infinity).
-        Diverged = 3 => "diverged",
-    }
-}
-
-/// A gradient that meets the tolerance at a mean NLL below this is not a finite optimum: the
-/// data are completely separated (every label predicted with probability > 1 - 1e-6 on
-/// average) and `||theta||` grows without bound. Such fits end [`Termination::Diverged`].
-/// Quasi-complete separation (only a subset separated) is not detected this way.
-pub(crate) const SEPARATED_NLL: f64 = 1e-6;
-
 /// How the fit went (SPEC §2: every fit reports these).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitReport {
@@ -318,6 +298,45 @@ pub struct FitReport {
     pub tol: f64,
 }
 
+impl FitReport {
+    /// Why this fit did not converge, in plain words with what to change (options named as
+    /// the library's fields, the command line's flags in parentheses): separated data, the
+    /// iteration cap, a stalled line search. The one explanation the estimator's
+    /// `require_converged` error and the command line's warning give.
+    pub fn shortfall(&self) -> String {
+        let solver = self.solver.name();
+        let (it, grad, tol) = (self.iterations, self.grad_norm, self.tol);
+        match self.termination {
+            Termination::Diverged => format!(
+                "{solver} found no finite estimate: the data are separated (a combination of the \
+                 features predicts every label), so the likelihood keeps rising as the estimate \
+                 runs off to infinity, and the estimates and standard errors are not meaningful; \
+                 look for a feature or covariate that predicts the labels perfectly, or add data"
+            ),
+            Termination::MaxIterations => format!(
+                "{solver} reached the iteration cap ({it} iterations) with the gradient norm \
+                 {grad:.3e} still above tol {tol:.1e}; raise max_iter (--max-iter){}",
+                if self.solver == SolverKind::Agd {
+                    " or use the newton solver (--solver newton)"
+                } else {
+                    ""
+                }
+            ),
+            Termination::Stalled => format!(
+                "{solver} stalled after {it} iterations: no step decreased the objective any \
+                 more, with the gradient norm {grad:.3e} still above tol {tol:.1e} (the \
+                 tolerance is finer than double precision reaches on these data, or the \
+                 likelihood has no finite maximum, e.g. nearly separated data); loosen tol \
+                 (--tol) or check the data"
+            ),
+            Termination::Converged => format!(
+                "{solver} ended after {it} iterations with the gradient norm {grad:.3e} above \
+                 tol {tol:.1e}"
+            ),
+        }
+    }
+}
+
 /// A fitted parameter vector with its report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fit {
@@ -325,193 +344,6 @@ pub struct Fit {
     pub params: Params,
     /// How it was obtained.
     pub report: FitReport,
-}
-
-/// What the progress observer sees before each iteration: the state it starts from.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Progress {
-    /// Which start (0-based) is running.
-    pub start: usize,
-    /// Iterations done in this start before the one about to run (0: the start point).
-    pub iteration: usize,
-    /// The iteration cap.
-    pub max_iter: usize,
-    /// Current mean NLL.
-    pub neg_loglik: f64,
-    /// Current gradient norm.
-    pub grad_norm: f64,
-}
-
-/// Caller's hooks into a running fit: a progress observer (return `false` to cancel) and a
-/// cancellation flag that another thread may set.
-#[derive(Default)]
-pub struct FitControl<'a> {
-    /// Called before every iteration (not after the last: the report has the final state);
-    /// returning `false` cancels the fit before that iteration's work.
-    pub progress: Option<&'a (dyn Fn(&Progress) -> bool + Sync)>,
-    /// Checked before every iteration; `true` cancels the fit.
-    pub cancel: Option<&'a AtomicBool>,
-}
-
-impl FitControl<'_> {
-    pub(crate) fn should_stop(&self, p: &Progress) -> bool {
-        self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
-            || self.progress.is_some_and(|f| !f(p))
-    }
-}
-
-/// Where a solver is: the current point with its objective and gradient.
-#[derive(Debug, Clone)]
-pub(crate) struct State {
-    /// Current parameters.
-    pub params: Params,
-    /// Mean NLL at `params`.
-    pub nll: f64,
-    /// Gradient at `params` (stacked, theta first).
-    pub grad: Vec<f64>,
-}
-
-impl State {
-    /// Evaluates the objective and gradient at `params`.
-    pub(crate) fn at(data: &Dataset, params: Params) -> Self {
-        let (nll, grad) = nll_and_gradient(data, &params);
-        State { params, nll, grad }
-    }
-
-    /// Euclidean norm of the gradient.
-    pub(crate) fn grad_norm(&self) -> f64 {
-        self.grad.iter().map(|g| g * g).sum::<f64>().sqrt()
-    }
-
-    fn is_finite(&self) -> bool {
-        finite_point(&self.params, self.nll, &self.grad)
-    }
-}
-
-/// A point a run may go on from: finite parameters, objective and gradient (else it ends
-/// [`Termination::Diverged`]; every loop: `run_solver` and the batched bootstrap refits).
-pub(crate) fn finite_point(params: &Params, nll: f64, grad: &[f64]) -> bool {
-    nll.is_finite() && params.is_finite() && grad.iter().all(|g| g.is_finite())
-}
-
-/// What one solver iteration produced.
-pub(crate) enum Step {
-    /// A new point.
-    Moved(State),
-    /// No acceptable step exists from here (line search failure).
-    Stalled,
-}
-
-/// One iterative algorithm over an objective `O` (the problem: [`objective::Objective`]):
-/// from a state, produce the next one. The driver (`run_solver`) decides when to stop.
-pub(crate) trait Solver<O: ?Sized> {
-    /// Performs one iteration from `state`.
-    fn step(&mut self, objective: &mut O, state: &State) -> Result<Step>;
-
-    /// The coordinates this solver moves: the gradient norm driven to the tolerance is theirs
-    /// (default: every coordinate).
-    fn free(&self) -> Free {
-        Free::All
-    }
-}
-
-/// Outcome of one start.
-#[derive(Debug, Clone)]
-pub(crate) struct Run {
-    /// Final state.
-    pub state: State,
-    /// Iterations done.
-    pub iterations: usize,
-    /// Why it stopped.
-    pub termination: Termination,
-}
-
-/// Why a run stops at a finite point with gradient norm `grad_norm` and mean NLL `nll` after
-/// `iterations` iterations, or `None` to go on: the tolerance met ([`Termination::Converged`],
-/// or [`Termination::Diverged`] when the NLL is below [`SEPARATED_NLL`]: the gradient vanished
-/// only because the data are separated), else the iteration cap. The one rule of every solver
-/// loop (this driver's and the distributed driver's).
-pub(crate) fn stop_reason(
-    grad_norm: f64,
-    nll: f64,
-    tol: f64,
-    iterations: usize,
-    max_iter: usize,
-) -> Option<Termination> {
-    if grad_norm <= tol {
-        Some(if nll < SEPARATED_NLL {
-            Termination::Diverged
-        } else {
-            Termination::Converged
-        })
-    } else if iterations >= max_iter {
-        Some(Termination::MaxIterations)
-    } else {
-        None
-    }
-}
-
-/// When a run stops: the gradient norm of the free coordinates at most `tol`, or `max_iter`
-/// iterations done.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Limits {
-    /// Gradient-norm tolerance.
-    pub(crate) tol: f64,
-    /// Iteration cap.
-    pub(crate) max_iter: usize,
-}
-
-/// Drives `solver` over `objective` from `start` until [`stop_reason`] says so (the
-/// tolerance of `limits` met, its iteration cap reached), the solver stalls or diverges, or
-/// the caller cancels ([`Error::Cancelled`]); `start_index` is reported to the progress
-/// observer. The only outer loop of every Newton and agd run: in memory, distributed, the
-/// profile's constrained fits and the bootstrap refits.
-pub(crate) fn run_solver<O: ?Sized>(
-    solver: &mut dyn Solver<O>,
-    objective: &mut O,
-    start: State,
-    limits: Limits,
-    control: &FitControl,
-    start_index: usize,
-) -> Result<Run> {
-    let Limits { tol, max_iter } = limits;
-    let free = solver.free();
-    let mut state = start;
-    let mut iterations = 0;
-    let termination = loop {
-        if !state.is_finite() {
-            break Termination::Diverged;
-        }
-        let grad_norm = free
-            .gather(&state.grad, state.params.theta.len())
-            .iter()
-            .map(|g| g * g)
-            .sum::<f64>()
-            .sqrt();
-        if let Some(t) = stop_reason(grad_norm, state.nll, tol, iterations, max_iter) {
-            break t;
-        }
-        let progress = Progress {
-            start: start_index,
-            iteration: iterations,
-            max_iter,
-            neg_loglik: state.nll,
-            grad_norm,
-        };
-        if control.should_stop(&progress) {
-            return Err(Error::Cancelled);
-        }
-        match solver.step(objective, &state)? {
-            Step::Moved(next) => state = next,
-            Step::Stalled => break Termination::Stalled,
-        }
-        iterations += 1;
-    };
-    Ok(Run {
-        state,
-        iterations,
-        termination,
-    })
 }
 
 /// Fits `(theta, gamma)` by maximum likelihood on a local pool of `options.threads` threads.

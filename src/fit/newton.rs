@@ -6,9 +6,10 @@
 //! Levenberg damping added until it factorises. The step is then chosen by the shared Armijo
 //! line search (`fit/line_search.rs`).
 
+use super::iteration::{Solver, Step};
 use super::line_search::backtrack;
 use super::objective::{Free, Objective};
-use super::{Solver, State, Step};
+use super::state::State;
 use crate::error::Result;
 use crate::linalg::RIDGE_START;
 use nalgebra::{DMatrix, DVector};

@@ -30,9 +30,10 @@
 //! Everything is a fixed-chunk reduction or a fixed-tile GEMM (see [`crate::parallel`],
 //! [`crate::linalg`]): the iterates do not depend on the thread count.
 
+use super::iteration::{Solver, Step};
 use super::line_search::backtrack;
 use super::objective::{Free, Objective};
-use super::{Solver, State, Step};
+use super::state::State;
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::Result;
 use crate::likelihood::{data_information_f32, row_squared_norms, Curvature};
@@ -183,7 +184,7 @@ enum CgOutcome {
 
 impl NewtonCg {
     /// Newton-CG over the `free` coordinates (`Free::All` or `Free::Theta`).
-    pub fn new(free: Free) -> Self {
+    pub(crate) fn new(free: Free) -> Self {
         NewtonCg {
             free,
             stats: CgStats::default(),

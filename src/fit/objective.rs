@@ -16,7 +16,7 @@
 //! builds one; a test shows every row twice gives the same estimate), warm-started by
 //! `super::refit`: nothing in the solvers changes.
 
-use super::State;
+use super::state::State;
 use crate::error::Result;
 use crate::likelihood::Curvature;
 use crate::model::Params;

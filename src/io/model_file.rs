@@ -717,17 +717,20 @@ mod tests {
 
     fn calibrated_model(method: IntervalMethod) -> RewardModel {
         let data = paper_simulation(200, ActionDesign::Uniform, 3);
-        RewardModel::estimate_with(
-            &data,
-            &FitOptions::default(),
-            CovarianceKind::Expected,
-            &crate::calibrate::IntervalOptions {
+        crate::estimator::EstimatorOptions {
+            fit: FitOptions {
+                seed: 1,
+                ..FitOptions::default()
+            },
+            intervals: crate::calibrate::IntervalOptions {
                 method,
                 reps: Some(30),
-                seed: 1,
             },
-            &FitControl::default(),
-        )
+            ..Default::default()
+        }
+        .check()
+        .unwrap()
+        .estimate(&data, &FitControl::default())
         .unwrap()
     }
 
@@ -739,17 +742,13 @@ mod tests {
             IntervalMethod::ClusterOneStep,
             IntervalMethod::Auto,
         ] {
-            let model = RewardModel::estimate_with(
-                &data,
-                &FitOptions::default(),
-                CovarianceKind::Expected,
-                &crate::calibrate::IntervalOptions {
-                    method,
-                    reps: None,
-                    seed: 0,
-                },
-                &FitControl::default(),
-            )
+            let model = crate::estimator::EstimatorOptions {
+                intervals: crate::calibrate::IntervalOptions { method, reps: None },
+                ..Default::default()
+            }
+            .check()
+            .unwrap()
+            .estimate(&data, &FitControl::default())
             .unwrap();
             assert!(model.calibration().method().is_cluster());
             assert_eq!(model.calibration().reps(), 20);

@@ -14,8 +14,8 @@
 //! files are read (never memory-mapped), shapes checked from the header before any data.
 
 use super::csv_table::{non_canonical_numbered, numbered, CsvTable};
+use super::file_kind::FileKind;
 use super::safetensors_table::SafetensorsFile;
-use super::FileKind;
 use crate::error::{Error, Result};
 use crate::fitted::RewardModel;
 use crate::select::{self, Candidate, Policy};

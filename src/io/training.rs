@@ -6,8 +6,8 @@
 //! * `.csv` with a header: optional `cluster`, then `y`, `psi0`, `z1..z{d1}`, `psi1..psi{d2}`.
 
 use super::csv_table::{non_canonical_numbered, numbered, CsvTable};
+use super::file_kind::FileKind;
 use super::safetensors_table::SafetensorsFile;
-use super::FileKind;
 use crate::data::{Dataset, Rows};
 use crate::error::{Error, Result};
 use std::path::Path;

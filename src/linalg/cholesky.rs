@@ -3,7 +3,7 @@
 //! [`Error::SingularInformation`] instead of a NaN: finiteness, positive pivots, and a
 //! reciprocal-condition estimate that does not change with the units of the features.
 
-use super::{mirror_lower, par, view, view_mut};
+use super::base::{mirror_lower, par, view, view_mut};
 use crate::error::{Error, Result};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};

@@ -2,7 +2,7 @@
 //! produced on the fly (an information matrix's rows are weighted, extended feature rows) and
 //! never all held in memory.
 
-use super::{mirror_lower, par, Scalar};
+use super::base::{mirror_lower, par, Scalar};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::{Accum, MatMut, MatRef};
 use nalgebra::DMatrix;

@@ -30,11 +30,14 @@
 //! `k`) differed between 1 and 3 threads, so `matmul` and `matmul_tn` run sequential faer
 //! GEMMs on fixed column tiles instead.
 
+mod base;
 mod cholesky;
 mod gram;
 mod packed;
 mod simd;
 
+pub(crate) use base::Scalar;
+use base::{par, view, view_mut};
 pub use cholesky::{cholesky, lower_inverse_in_place};
 pub(crate) use cholesky::{ridged_cholesky, spd_inverse, spd_inverse_factor};
 pub(crate) use cholesky::{ridged_inverse_factor, RIDGE_START};
@@ -47,50 +50,6 @@ pub(crate) use simd::{axpy, dot, dot_f32, Element};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::{Accum, MatMut, MatRef, Par};
 use nalgebra::DMatrix;
-
-/// Scalars the kernels run in (`f64`, and `f32` for the single-precision preconditioner).
-pub(crate) trait Scalar:
-    Copy + Send + Sync + Default + 'static + faer::traits::ComplexField
-{
-    /// Conversion from `f64` (rounded for `f32`).
-    fn from_f64(v: f64) -> Self;
-    /// Conversion to `f64` (exact).
-    fn to_f64(self) -> f64;
-}
-
-impl Scalar for f64 {
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
-}
-
-impl Scalar for f32 {
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-}
-
-/// faer's parallelism: the current rayon pool, all its threads.
-fn par() -> Par {
-    Par::rayon(0)
-}
-
-/// The faer view of a `DMatrix` (column-major, no copy).
-fn view(m: &DMatrix<f64>) -> MatRef<'_, f64> {
-    MatRef::from_column_major_slice(m.as_slice(), m.nrows(), m.ncols())
-}
-
-/// The writable faer view of a `DMatrix` (column-major, no copy).
-fn view_mut(m: &mut DMatrix<f64>) -> MatMut<'_, f64> {
-    let (r, c) = m.shape();
-    MatMut::from_column_major_slice_mut(m.as_mut_slice(), r, c)
-}
 
 /// Output columns per task of [`matmul`] and [`matmul_tn`].
 const MM_COLS: usize = 64;
@@ -315,15 +274,6 @@ pub(crate) fn lower_rank_update(s: &mut DMatrix<f64>, alpha: f64, w: &DMatrix<f6
         alpha,
         par(),
     );
-}
-
-/// Copies the lower triangle of a square column-major buffer over its upper triangle.
-fn mirror_lower<T: Copy>(a: &mut [T], p: usize) {
-    for j in 0..p {
-        for i in j + 1..p {
-            a[i * p + j] = a[j * p + i];
-        }
-    }
 }
 
 /// Replaces `a` by `(a + a^T) / 2`.

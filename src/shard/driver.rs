@@ -24,7 +24,7 @@
 //! each would cost a full fit of rounds); `Init::Random` and the agd solver are refused, and
 //! `FitOptions::restarts` and `threads` are not used (the oracle's workers own the passes).
 
-use super::{merge_in_order, merge_summaries, Request, ShardStats, ShardSummary};
+use super::stats::{merge_in_order, merge_summaries, Request, ShardStats, ShardSummary};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::newton::Newton;

@@ -1,9 +1,14 @@
+use super::stats::merge_in_order;
 use super::*;
-use crate::data::Rows;
+use crate::data::{Dataset, Rows};
+use crate::error::Error;
 use crate::fit::{fit, FitControl, FitOptions, NewtonVariant};
+use crate::likelihood::{expected_information, observed_hessian, score_outer_product};
 use crate::likelihood::{nll_and_gradient, Curvature};
+use crate::model::Params;
 use crate::sim::{one_hot_groups, paper_simulation, ActionDesign};
 use crate::testing::{contiguous, shuffled, split_rows, with_clusters};
+use nalgebra::DMatrix;
 
 fn fixture() -> (Dataset, Params) {
     let base = paper_simulation(600, ActionDesign::Uniform, 5);

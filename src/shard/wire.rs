@@ -18,7 +18,7 @@
 //! crc32     u32      CRC-32 of every byte before it
 //! ```
 
-use super::{packed_len, section, Request, ShardStats};
+use super::stats::{packed_len, section, Request, ShardStats, MAX_PARAMS};
 use crate::error::{Error, Result};
 use crate::likelihood::Curvature;
 use crate::model::Params;
@@ -26,9 +26,6 @@ use crate::model::Params;
 const MAGIC: &[u8; 8] = b"HRSHARD\0";
 /// The format version written; the only one read.
 pub(super) const VERSION: u32 = 1;
-/// Largest `d1 + d2` read (far above any model this library fits; keeps sizes from
-/// overflowing).
-pub(crate) const MAX_PARAMS: u64 = 1 << 24;
 /// What errors name as the input.
 const WHAT: &str = "<shard statistics>";
 /// Bytes before the payload: magic, version, d1, d2, sections, n, products, clusters.

@@ -1,0 +1,67 @@
+//! Which rows belong to which cluster (annotator): the grouping every cluster method and the
+//! heterogeneity diagnostic read.
+
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+
+/// The rows of each cluster of a dataset, clusters in increasing id order.
+#[derive(Debug, Clone, PartialEq)]
+#[doc(hidden)] // reached through `crate::internals` only
+pub struct Clusters {
+    ids: Vec<i64>,
+    rows: Vec<Vec<usize>>,
+}
+
+/// Fewest clusters the cluster methods accept (a variance from fewer is not an estimate).
+pub const MIN_CLUSTERS: usize = 3;
+
+impl Clusters {
+    /// The clusters of `data`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] (`cluster`) when the data have no cluster ids or
+    /// fewer than [`MIN_CLUSTERS`] distinct ids.
+    pub fn of(data: &Dataset) -> Result<Self> {
+        let ids = data.cluster().ok_or_else(|| {
+            Error::invalid(
+                "cluster",
+                "cluster-aware intervals need cluster ids in the data",
+            )
+        })?;
+        let mut map: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+        for (i, &c) in ids.iter().enumerate() {
+            map.entry(c).or_default().push(i);
+        }
+        if map.len() < MIN_CLUSTERS {
+            return Err(Error::invalid(
+                "cluster",
+                format!(
+                    "{} distinct cluster id(s); cluster-aware intervals need at least {MIN_CLUSTERS}",
+                    map.len()
+                ),
+            ));
+        }
+        let (ids, rows) = map.into_iter().unzip();
+        Ok(Clusters { ids, rows })
+    }
+
+    /// Number of clusters `G`.
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// The rows of cluster `g` (by rank), increasing.
+    pub(crate) fn rows(&self, g: usize) -> &[usize] {
+        &self.rows[g]
+    }
+
+    /// Every row except those of cluster `g`, increasing.
+    pub(crate) fn rows_without(&self, g: usize) -> Vec<usize> {
+        self.rows
+            .iter()
+            .enumerate()
+            .filter(|&(h, _)| h != g)
+            .flat_map(|(_, r)| r.iter().copied())
+            .collect()
+    }
+}
