@@ -127,17 +127,30 @@ impl PruneBound {
     /// True when no figure of this candidate's interval and score can overflow: every
     /// intermediate below 1e140 in magnitude (its square and a sum of 1e5 squares stay
     /// finite) and `|center| + q se + |penalty|` below 1e300. Ordinary features are far inside.
-    pub(crate) fn safe(&self, phi: &[f64], center: f64, penalty: f64, q: f64) -> bool {
-        let norm = norm_bound(phi);
+    /// `norm` is at least the candidate's `||phi||` ([`norm_bound`]).
+    pub(crate) fn safe(&self, norm: f64, center: f64, penalty: f64, q: f64) -> bool {
         norm * self.raw < 1e140
             && norm * self.se < 1e140
             && center.abs() + q * norm * self.se + penalty.abs() < 1e300
     }
 }
 
-/// `sqrt(len) max |phi_i| >= ||phi||`: a norm bound without a sum.
+/// `sqrt(len) max |phi_i| >= ||phi||`: a norm bound without a sum (of finite values).
 pub(crate) fn norm_bound(phi: &[f64]) -> f64 {
-    phi.iter().fold(0.0f64, |m, v| m.max(v.abs())) * (phi.len() as f64).sqrt()
+    // Lane-wise maxima, which vectorise, then across the lanes.
+    let mut lanes = [0.0f64; 8];
+    let chunks = phi.chunks_exact(8);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (m, v) in lanes.iter_mut().zip(chunk) {
+            let a = v.abs();
+            if a > *m {
+                *m = a;
+            }
+        }
+    }
+    let max_abs = lanes.iter().chain(tail).fold(0.0f64, |m, v| m.max(v.abs()));
+    max_abs * (phi.len() as f64).sqrt()
 }
 
 impl Rule {

@@ -328,7 +328,8 @@ pub fn select_best<T: Copy + Into<f64>>(
         .chunks_exact(d1)
         .map(|phi| model.reward(phi) / bounds.center_divisor)
         .collect();
-    if (0..n_cand).any(|k| !bounds.safe(&rows[k * d1..(k + 1) * d1], centers[k], pen(k), q)) {
+    let norms: Vec<f64> = rows.chunks_exact(d1).map(norm_bound).collect();
+    if (0..n_cand).any(|k| !bounds.safe(norms[k], centers[k], pen(k), q)) {
         return every(model);
     }
     let rule = model.calibration().rule();
@@ -376,7 +377,7 @@ pub fn select_best<T: Copy + Into<f64>>(
     let bound: Vec<f64> = (0..n_cand)
         .map(|k| {
             // V >= ||phi|| max_b ||theta*_b|| >= |theta*_b . phi| (as computed, too).
-            let magnitude = 1.01 * norm_bound(&rows[k * d1..(k + 1) * d1]) * model.max_draw_norm();
+            let magnitude = 1.01 * norms[k] * model.max_draw_norm();
             let values = screened.get_mut(k * m..(k + 1) * m).unwrap_or_default();
             let error = 2.0 * crate::linalg::project_rows_error(d1, magnitude);
             rule.lower_cap(centers[k], values, reps, alpha, error, 2.0 * magnitude) - pen(k)
