@@ -55,7 +55,7 @@ pub struct RewardModel {
 /// once per model instead of on every call (`8 B d1` bytes, 6.5 MB at B = 400, d1 = 2048),
 /// with the largest draw's norm, which bounds every projection (pruning, overflow checks).
 struct WideDraws {
-    /// `B x d1` row-major.
+    /// `d1 x B` row-major (coordinate-major: as `linalg::project_rows` reads them).
     theta: Vec<f64>,
     /// `max_b ||theta*_b||` (0 without draws).
     max_norm: f64,
@@ -236,8 +236,8 @@ impl RewardModel {
         &self.calibration
     }
 
-    /// The calibration's theta draws in `f64`, `B x d1` row-major (empty for Wald): widened
-    /// once, on the first call, and kept.
+    /// The calibration's theta draws in `f64`, `d1 x B` row-major (empty for Wald): widened
+    /// and transposed once, on the first call, and kept, for `linalg::project_rows`.
     pub(crate) fn theta_draws_f64(&self) -> &[f64] {
         &self.wide_draws().theta
     }
@@ -251,12 +251,12 @@ impl RewardModel {
     fn wide_draws(&self) -> &WideDraws {
         self.draws.0.get_or_init(|| {
             let draws = self.calibration.theta_draws();
-            let theta: Vec<f64> = draws.iter().map(|&v| f64::from(v)).collect();
-            let max_norm = theta
+            let max_norm = draws
                 .chunks_exact(self.d1())
-                .map(|row| row.iter().map(|v| v * v).sum::<f64>())
+                .map(|row| row.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>())
                 .fold(0.0f64, f64::max)
                 .sqrt();
+            let theta = crate::linalg::transposed(draws, self.d1());
             WideDraws { theta, max_norm }
         })
     }
@@ -412,7 +412,14 @@ impl RewardModel {
         self.calibration.rule().theta_intervals(
             &estimates,
             || self.reward_se_batch(phis),
-            || crate::linalg::project_rows(phis, d1, self.theta_draws_f64()),
+            || {
+                crate::linalg::project_rows(
+                    phis,
+                    d1,
+                    self.theta_draws_f64(),
+                    self.calibration.reps(),
+                )
+            },
             alpha,
         )
     }
@@ -428,7 +435,14 @@ impl RewardModel {
                     estimate: self.reward(phi),
                     target: Target::Theta,
                     wald_se: || self.reward_se(phi),
-                    draws: || crate::linalg::project_rows(phi, self.d1(), self.theta_draws_f64()),
+                    draws: || {
+                        crate::linalg::project_rows(
+                            phi,
+                            self.d1(),
+                            self.theta_draws_f64(),
+                            self.calibration.reps(),
+                        )
+                    },
                 },
                 alpha,
             )

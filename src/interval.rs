@@ -311,7 +311,7 @@ impl Rule {
             // statistic `hi` (the higher of the two it interpolates between), which is at most
             // the same order statistic over any subset of the draws: screening on the first
             // `screen` draws bounds it once they hold `hi + 1` values, and the bound tightens
-            // as `screen` grows. At least `SCREEN_PER_ORDER (hi + 1)` draws and an eighth of
+            // as `screen` grows. At least `SCREEN_PER_ORDER (hi + 1)` draws and a sixteenth of
             // them (the bound is then near the `1 / SCREEN_PER_ORDER` quantile), at most half
             // (beyond that the screen costs about what it saves: every candidate is computed).
             Rule::Percentile => {
@@ -319,7 +319,7 @@ impl Rule {
                     return None;
                 }
                 let (_, hi, _) = order_statistics(reps, alpha / 2.0);
-                let screen = (SCREEN_PER_ORDER * (hi + 1)).max(reps / 8);
+                let screen = (SCREEN_PER_ORDER * (hi + 1)).max(reps / 16);
                 (2 * screen <= reps).then(|| draws(1.0, screen))
             }
             // The lower bound of a t interval over the jackknife's spread is not covered by
@@ -365,7 +365,7 @@ impl Rule {
 
 /// A selection under the percentile bootstrap screens on `SCREEN_PER_ORDER` times as many
 /// draws as the order statistic its bound uses (see [`Rule::prune_bound`]).
-const SCREEN_PER_ORDER: usize = 4;
+const SCREEN_PER_ORDER: usize = 2;
 
 /// The normal two-sided p-value of `reward / se` (1 for `0 / 0`, 0 for a non-zero estimate
 /// with no spread).
@@ -562,7 +562,7 @@ mod tests {
                 }
                 match rule.prune_bound(reps, alpha, || 0.0, || 1.0) {
                     Some(b) => assert!(b.screen > hi && 2 * b.screen <= reps, "B {reps} {alpha}"),
-                    None => assert!(reps < 2 || 8 * (hi + 1) > reps, "B {reps} {alpha}"),
+                    None => assert!(reps < 2 || 4 * (hi + 1) > reps, "B {reps} {alpha}"),
                 }
             }
         }

@@ -286,7 +286,7 @@ pub struct Best {
 /// se` with `se >= 0` (Wald: `center = r_hat`; resized bootstrap: `center = r_hat /
 /// alpha_hat`), `cap = center`; under the percentile bootstrap, whose lower bound is a
 /// quantile of the draws and may exceed the point reward, every candidate's values at the
-/// first few draws (one GEMM over an eighth to a half of them) cap its quantile over all of
+/// first few draws (one GEMM over a sixteenth to a half of them) cap its quantile over all of
 /// them. Candidates are visited in decreasing order of that bound in batches of 4, 8, 16, 32,
 /// ... (one pass of the scoring kernel each; the same computation as [`select`]'s, so the
 /// same bits), and the search stops as soon as no remaining candidate's bound reaches the
@@ -334,6 +334,7 @@ pub fn select_best<T: Copy + Into<f64>>(
     }
     let rule = model.calibration().rule();
     let draws = model.theta_draws_f64();
+    let reps = model.calibration().reps();
     let evaluate = |batch: &[usize]| -> Vec<RewardInterval> {
         let mut batch_rows = Vec::with_capacity(batch.len() * d1);
         for &k in batch {
@@ -346,7 +347,7 @@ pub fn select_best<T: Copy + Into<f64>>(
         rule.theta_intervals(
             &estimates,
             || model.reward_se_batch(&batch_rows),
-            || crate::linalg::project_rows(&batch_rows, d1, draws),
+            || crate::linalg::project_rows(&batch_rows, d1, draws, reps),
             alpha,
         )
     };
@@ -367,12 +368,11 @@ pub fn select_best<T: Copy + Into<f64>>(
     }
     // Upper bounds of the score: cap - penalty (rounding is monotone: the score, lower -
     // penalty, is at most the bound).
-    let reps = model.calibration().reps();
     let m = bounds.screen;
     let mut screened = if m == 0 {
         Vec::new()
     } else {
-        crate::linalg::project_rows(&rows, d1, &draws[..m * d1])
+        crate::linalg::project_rows(&rows, d1, draws, m)
     };
     let bound: Vec<f64> = (0..n_cand)
         .map(|k| {
@@ -708,7 +708,7 @@ mod tests {
                 .collect()
         };
         let scale = 1e-12 * row_by_row(0).iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let wide: Vec<f64> = draws.iter().map(|&v| f64::from(v)).collect();
+        let wide = crate::linalg::transposed(&draws, d1);
         for rule in [
             Rule::Percentile,
             Rule::Resized { alpha_hat: 0.7 },
@@ -718,7 +718,7 @@ mod tests {
                 let gemm = rule.theta_intervals(
                     &estimates,
                     || unreachable!(),
-                    || crate::linalg::project_rows(&rows, d1, &wide),
+                    || crate::linalg::project_rows(&rows, d1, &wide, reps),
                     alpha,
                 );
                 let mut chosen = [0usize; 2];
