@@ -282,7 +282,7 @@ pub struct Best {
 ///
 /// BoN needs no SE to choose; the winner's interval is computed for its figures. For pBoN,
 /// every candidate gets an upper bound of its score, `cap - penalty`, from the model's
-/// interval rule ([`crate::interval::Rule::lower_cap`]): when the lower bound is `center - q
+/// interval rule (`interval::Rule::lower_cap`): when the lower bound is `center - q
 /// se` with `se >= 0` (Wald: `center = r_hat`; resized bootstrap: `center = r_hat /
 /// alpha_hat`), `cap = center`; under the percentile bootstrap, whose lower bound is a
 /// quantile of the draws and may exceed the point reward, every candidate's values at the
