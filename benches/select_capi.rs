@@ -16,8 +16,10 @@
 //!
 //! * Wald, `out_candidates` given (every SE) and NULL (the pruned search of
 //!   `select::select_best`);
-//! * bootstrap, `out_candidates` NULL (every candidate's values at every draw as one blocked
-//!   GEMM since issue 23), and the row-by-row path before issue 23 (each candidate's `B` dot
+//! * bootstrap, `out_candidates` NULL (since issue 23 the pruned search: a screen of every
+//!   candidate on the first draws, then full intervals, each a blocked GEMM over candidates x
+//!   draws, for the few that can win; its choice and the chosen figures' bits are checked
+//!   against `select::select`), and the row-by-row path before issue 23 (each candidate's `B` dot
 //!   products, `Calibration::theta_projections`, then its quantile), recreated here.
 //!
 //! Then, each round, `bench/select_numpy.py` times the same prompts in numpy with T BLAS
@@ -278,7 +280,10 @@ fn main() {
                 p[0], p[1],
                 "prompt {g}: the pruned call chose another index"
             );
-            assert_eq!(p[2], p[3], "prompt {g}: the GEMM path chose another index");
+            assert_eq!(
+                p[2], p[3],
+                "prompt {g}: the pruned path chose another index"
+            );
         }
         let med = times.map(median);
         let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -347,13 +352,13 @@ fn main() {
                 np[0] / med[0]
             );
             println!(
-                "  numpy f64 GEMM + np.quantile               {:8.3} ms -> GEMM path {:.1}x, row by row {:.1}x",
+                "  numpy f64 GEMM + np.quantile               {:8.3} ms -> pruned {:.1}x, row by row {:.1}x",
                 1e3 * np[1],
                 np[1] / med[2],
                 np[1] / med[3]
             );
             println!(
-                "  numpy f32 GEMM + np.quantile               {:8.3} ms -> GEMM path {:.1}x ({same32} of {prompts} same choice)",
+                "  numpy f32 GEMM + np.quantile               {:8.3} ms -> pruned {:.1}x ({same32} of {prompts} same choice)",
                 1e3 * np[2],
                 np[2] / med[2]
             );
@@ -366,7 +371,7 @@ fn main() {
     let col = |v: &[[f64; 4]], i: usize| median(v.iter().map(|r| r[i]).collect());
     println!("\nmedians over {rounds} rounds:");
     println!(
-        "  Wald pruned {:.3} ms, every SE {:.3} ms; bootstrap GEMM {:.3} ms, row by row {:.3} ms \
+        "  Wald pruned {:.3} ms, every SE {:.3} ms; bootstrap pruned {:.3} ms, row by row {:.3} ms \
          ({:.1}x)",
         1e3 * col(&per_round, 1),
         1e3 * col(&per_round, 0),
@@ -385,7 +390,7 @@ fn main() {
             )
         };
         println!(
-            "  vs numpy (median of per-round ratios): Wald pruned {:.1}x all-SE; bootstrap GEMM \
+            "  vs numpy (median of per-round ratios): Wald pruned {:.1}x all-SE; bootstrap pruned \
              {:.1}x numpy f64, {:.1}x numpy f32; row by row {:.1}x numpy f64",
             ratio(0, 1),
             ratio(1, 2),
