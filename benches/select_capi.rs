@@ -16,8 +16,10 @@
 //!
 //! * Wald, `out_candidates` given (every SE) and NULL (the pruned search of
 //!   `select::select_best`);
-//! * bootstrap, `out_candidates` NULL (every candidate's values at every draw as one blocked
-//!   GEMM since issue 23), and the row-by-row path before issue 23 (each candidate's `B` dot
+//! * bootstrap, `out_candidates` NULL (since issue 23 the pruned search: a screen of every
+//!   candidate on the first draws, then full intervals, each a blocked GEMM over candidates x
+//!   draws, for the few that can win; its choice and the chosen figures' bits are checked
+//!   against `select::select`), and the row-by-row path before issue 23 (each candidate's `B` dot
 //!   products, `Calibration::theta_projections`, then its quantile), recreated here.
 //!
 //! Then, each round, `bench/select_numpy.py` times the same prompts in numpy with T BLAS
@@ -34,7 +36,7 @@ use hetreward::internals::ffi::{
     hetreward_model_select, hetreward_reward, hetreward_status, HETREWARD_POLICY_PBON,
 };
 use hetreward::io::model_file;
-use hetreward::select::{select_best, Policy};
+use hetreward::select::{select, select_best, Policy};
 use hetreward::sim::{high_dimensional, rng};
 use hetreward::RewardModel;
 use nalgebra::DMatrix;
@@ -210,10 +212,35 @@ fn main() {
                 .se_computed
         })
         .sum();
+    // The bootstrap's pruned search: the choice and the chosen candidate's figures (bits)
+    // of the full computation, and how many intervals it computed.
+    let boot_computed: usize = phis
+        .iter()
+        .enumerate()
+        .map(|(g, p)| {
+            let best = select_best(&boot, p, None, ALPHA, Policy::Pbon).unwrap();
+            let all = select(&boot, p, None, ALPHA, Policy::Pbon).unwrap();
+            let c = all.candidates[all.index];
+            assert_eq!(
+                best.index, all.index,
+                "prompt {g}: the pruned bootstrap choice"
+            );
+            let bits = |c: &hetreward::select::Candidate| {
+                let i = c.interval;
+                [i.reward, i.se, i.lower, i.upper, c.score].map(f64::to_bits)
+            };
+            assert_eq!(
+                bits(&best.candidate),
+                bits(&c),
+                "prompt {g}: the bound's bits"
+            );
+            best.se_computed
+        })
+        .sum();
     let names = [
         "Wald, every SE (out_candidates given)",
         "Wald, pruned (out_candidates NULL)",
-        "bootstrap, blocked GEMM (issue 23)",
+        "bootstrap, pruned (out_candidates NULL)",
         "bootstrap, row by row (before)",
     ];
     let mut per_round: Vec<[f64; 4]> = Vec::new();
@@ -253,7 +280,10 @@ fn main() {
                 p[0], p[1],
                 "prompt {g}: the pruned call chose another index"
             );
-            assert_eq!(p[2], p[3], "prompt {g}: the GEMM path chose another index");
+            assert_eq!(
+                p[2], p[3],
+                "prompt {g}: the pruned path chose another index"
+            );
         }
         let med = times.map(median);
         let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -322,13 +352,13 @@ fn main() {
                 np[0] / med[0]
             );
             println!(
-                "  numpy f64 GEMM + np.quantile               {:8.3} ms -> GEMM path {:.1}x, row by row {:.1}x",
+                "  numpy f64 GEMM + np.quantile               {:8.3} ms -> pruned {:.1}x, row by row {:.1}x",
                 1e3 * np[1],
                 np[1] / med[2],
                 np[1] / med[3]
             );
             println!(
-                "  numpy f32 GEMM + np.quantile               {:8.3} ms -> GEMM path {:.1}x ({same32} of {prompts} same choice)",
+                "  numpy f32 GEMM + np.quantile               {:8.3} ms -> pruned {:.1}x ({same32} of {prompts} same choice)",
                 1e3 * np[2],
                 np[2] / med[2]
             );
@@ -341,7 +371,7 @@ fn main() {
     let col = |v: &[[f64; 4]], i: usize| median(v.iter().map(|r| r[i]).collect());
     println!("\nmedians over {rounds} rounds:");
     println!(
-        "  Wald pruned {:.3} ms, every SE {:.3} ms; bootstrap GEMM {:.3} ms, row by row {:.3} ms \
+        "  Wald pruned {:.3} ms, every SE {:.3} ms; bootstrap pruned {:.3} ms, row by row {:.3} ms \
          ({:.1}x)",
         1e3 * col(&per_round, 1),
         1e3 * col(&per_round, 0),
@@ -360,7 +390,7 @@ fn main() {
             )
         };
         println!(
-            "  vs numpy (median of per-round ratios): Wald pruned {:.1}x all-SE; bootstrap GEMM \
+            "  vs numpy (median of per-round ratios): Wald pruned {:.1}x all-SE; bootstrap pruned \
              {:.1}x numpy f64, {:.1}x numpy f32; row by row {:.1}x numpy f64",
             ratio(0, 1),
             ratio(1, 2),
@@ -369,8 +399,10 @@ fn main() {
         );
     }
     println!(
-        "  SEs computed by the pruned search: {:.1} of {CANDIDATES} per prompt (mean)",
-        se_computed as f64 / prompts as f64
+        "  SEs computed by the pruned search: {:.1} of {CANDIDATES} per prompt (mean); bootstrap \
+         intervals computed: {:.1}",
+        se_computed as f64 / prompts as f64,
+        boot_computed as f64 / prompts as f64
     );
 }
 

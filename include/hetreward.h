@@ -1382,9 +1382,10 @@ hetreward_status hetreward_model_compare(const struct hetreward_model *model,
  * Writes the 0-based index of the chosen candidate to `*out_index`, and, if
  * `out_candidates` is not NULL, every candidate's figures to it (n_candidates elements,
  * caller-allocated). With `out_candidates` NULL, pBoN computes only the intervals that can
- * change the choice (candidates in decreasing order of reward - penalty until none left can
- * win; all of them for a percentile-bootstrap model): the same index, several times faster
- * when SEs are small next to the spread of the rewards. Returns HETREWARD_NULL_POINTER, HETREWARD_DIMENSION_MISMATCH (no
+ * change the choice (candidates in decreasing order of an upper bound of their score until
+ * none left can win: reward - penalty, or for a percentile-bootstrap model a bound from the
+ * first of its draws; all of them for the cluster methods): the same index, several times
+ * faster when SEs are small next to the spread of the rewards. Returns HETREWARD_NULL_POINTER, HETREWARD_DIMENSION_MISMATCH (no
  * candidates, d1 differs from the model's), HETREWARD_NON_FINITE (features or penalties),
  * HETREWARD_INVALID_ARGUMENT (alpha, unknown policy). Thread-safe.
  */

@@ -106,13 +106,17 @@ pub(crate) struct Estimate {
     pub p_value: f64,
 }
 
-/// What a selection needs to prune: the centre of an interval is `r_hat / center_divisor`
-/// with the lower bound `center - q se` for an `se >= 0`, and bounds that prove a candidate's
-/// interval cannot overflow.
+/// What a selection needs to prune: the centre of an interval is `r_hat / center_divisor`,
+/// the lower end is at most [`Rule::lower_cap`] (the centre, or a bound from the first
+/// `screen` draws), and bounds that prove a candidate's interval cannot overflow.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct PruneBound {
-    /// The centre is `r_hat / center_divisor` (1 for Wald, `alpha_hat` for resized).
+    /// The centre is `r_hat / center_divisor` (1 for Wald and the percentile bootstrap,
+    /// `alpha_hat` for resized).
     pub center_divisor: f64,
+    /// How many of the leading draws every candidate is screened on for [`Rule::lower_cap`]
+    /// (0: the lower end is `center - q se` for an `se >= 0`, and the centre bounds it).
+    pub screen: usize,
     /// Every intermediate of the SE of `phi` is at most `||phi|| * raw` in magnitude.
     pub raw: f64,
     /// The SE of `phi` is at most `||phi|| * se`.
@@ -123,13 +127,30 @@ impl PruneBound {
     /// True when no figure of this candidate's interval and score can overflow: every
     /// intermediate below 1e140 in magnitude (its square and a sum of 1e5 squares stay
     /// finite) and `|center| + q se + |penalty|` below 1e300. Ordinary features are far inside.
-    pub(crate) fn safe(&self, phi: &[f64], center: f64, penalty: f64, q: f64) -> bool {
-        let max_abs = phi.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let norm = max_abs * (phi.len() as f64).sqrt();
+    /// `norm` is at least the candidate's `||phi||` ([`norm_bound`]).
+    pub(crate) fn safe(&self, norm: f64, center: f64, penalty: f64, q: f64) -> bool {
         norm * self.raw < 1e140
             && norm * self.se < 1e140
             && center.abs() + q * norm * self.se + penalty.abs() < 1e300
     }
+}
+
+/// `sqrt(len) max |phi_i| >= ||phi||`: a norm bound without a sum (of finite values).
+pub(crate) fn norm_bound(phi: &[f64]) -> f64 {
+    // Lane-wise maxima, which vectorise, then across the lanes.
+    let mut lanes = [0.0f64; 8];
+    let chunks = phi.chunks_exact(8);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        for (m, v) in lanes.iter_mut().zip(chunk) {
+            let a = v.abs();
+            if a > *m {
+                *m = a;
+            }
+        }
+    }
+    let max_abs = lanes.iter().chain(tail).fold(0.0f64, |m, v| m.max(v.abs()));
+    max_abs * (phi.len() as f64).sqrt()
 }
 
 impl Rule {
@@ -254,40 +275,97 @@ impl Rule {
         }
     }
 
-    /// The pruning bound of a selection under this rule (`None`: pruning is not valid, as
-    /// under the percentile bootstrap, whose lower bound is a quantile of the draws and may
-    /// exceed the point reward). `wald_frobenius` is `||L||_F`; `max_draw_norm` is `max_b
-    /// ||theta*_b||`.
+    /// The pruning bound of a selection at level `alpha` under this rule with `reps` draws
+    /// (`None`: pruning is not valid or would not pay). `wald_frobenius` is `||L||_F`;
+    /// `max_draw_norm` is `max_b ||theta*_b||`.
     pub(crate) fn prune_bound(
         &self,
+        reps: usize,
+        alpha: f64,
         wald_frobenius: impl FnOnce() -> f64,
         max_draw_norm: impl FnOnce() -> f64,
     ) -> Option<PruneBound> {
+        // |theta*_b . phi| <= max_b ||theta*_b|| ||phi|| = V; the draws' SD <= sqrt(2) 2V.
+        let draws = |center_divisor: f64, screen: usize| {
+            let max_norm = max_draw_norm();
+            PruneBound {
+                center_divisor,
+                screen,
+                raw: max_norm,
+                se: 3.0 * max_norm / center_divisor,
+            }
+        };
         match *self {
             // se = ||L^T phi|| <= ||L||_F ||phi||, and so is every partial sum of L^T phi.
             Rule::Wald => {
                 let frobenius = wald_frobenius();
                 Some(PruneBound {
                     center_divisor: 1.0,
+                    screen: 0,
                     raw: frobenius,
                     se: frobenius,
                 })
             }
-            // |theta*_b . phi| <= max_b ||theta*_b|| ||phi|| = V; the draws' SD <= sqrt(2) 2V.
-            Rule::Resized { alpha_hat } => {
-                let max_norm = max_draw_norm();
-                Some(PruneBound {
-                    center_divisor: alpha_hat,
-                    raw: max_norm,
-                    se: 3.0 * max_norm / alpha_hat,
-                })
+            Rule::Resized { alpha_hat } => Some(draws(alpha_hat, 0)),
+            // The lower end is the alpha/2 quantile of the draws' values, at most their order
+            // statistic `hi` (the higher of the two it interpolates between), which is at most
+            // the same order statistic over any subset of the draws: screening on the first
+            // `screen` draws bounds it once they hold `hi + 1` values, and the bound tightens
+            // as `screen` grows. At least `SCREEN_PER_ORDER (hi + 1)` draws and a sixteenth of
+            // them (the bound is then near the `1 / SCREEN_PER_ORDER` quantile), at most half
+            // (beyond that the screen costs about what it saves: every candidate is computed).
+            Rule::Percentile => {
+                if reps < 2 {
+                    return None;
+                }
+                let (_, hi, _) = order_statistics(reps, alpha / 2.0);
+                let screen = (SCREEN_PER_ORDER * (hi + 1)).max(reps / 16);
+                (2 * screen <= reps).then(|| draws(1.0, screen))
             }
             // The lower bound of a t interval over the jackknife's spread is not covered by
             // the bounds above: no pruning.
-            Rule::Percentile | Rule::Jackknife { .. } => None,
+            Rule::Jackknife { .. } => None,
+        }
+    }
+
+    /// An upper bound of the lower end of a theta functional's interval under this rule, for
+    /// a selection's pruning (with [`Rule::prune_bound`]'s `screen` and `reps`, at the same
+    /// `alpha`): at least the lower end [`Rule::theta_intervals`] computes, rounding included.
+    ///
+    /// Rules with `screen = 0` (Wald, resized: `center - q se` with `q se >= 0`): `center`.
+    /// The percentile bootstrap: `screened` holds the functional's values at the first
+    /// `screen` draws (reordered here), each within `error` of the value the full
+    /// computation gets at that draw, and every value is at most `magnitude` in absolute
+    /// value. The bound is their order statistic `hi` (0-based) of the quantile's two, plus
+    /// `error` and the rounding of the interpolation (`<= 4 u magnitude`), doubled; infinite
+    /// (nothing pruned) when fewer than `hi + 1` values were screened.
+    pub(crate) fn lower_cap(
+        &self,
+        center: f64,
+        screened: &mut [f64],
+        reps: usize,
+        alpha: f64,
+        error: f64,
+        magnitude: f64,
+    ) -> f64 {
+        match *self {
+            Rule::Wald | Rule::Resized { .. } => center,
+            Rule::Percentile => {
+                let (_, hi, _) = order_statistics(reps, alpha / 2.0);
+                if screened.len() <= hi {
+                    return f64::INFINITY;
+                }
+                let (_, &mut stat, _) = screened.select_nth_unstable_by(hi, f64::total_cmp);
+                stat + (2.0 * error + 8.0 * f64::EPSILON * magnitude)
+            }
+            Rule::Jackknife { .. } => f64::INFINITY,
         }
     }
 }
+
+/// A selection under the percentile bootstrap screens on `SCREEN_PER_ORDER` times as many
+/// draws as the order statistic its bound uses (see [`Rule::prune_bound`]).
+const SCREEN_PER_ORDER: usize = 2;
 
 /// The normal two-sided p-value of `reward / se` (1 for `0 / 0`, 0 for a non-zero estimate
 /// with no spread).
@@ -316,24 +394,29 @@ pub(crate) fn sample_sd(v: &[f64]) -> f64 {
     (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
 }
 
+/// The two order statistics (0-based, `lo <= hi`) the `p`-quantile of `len >= 1` values
+/// interpolates between, and the weight of `hi` (type 7: `h = (len - 1) p`).
+fn order_statistics(len: usize, p: f64) -> (usize, usize, f64) {
+    let h = (len - 1) as f64 * p.clamp(0.0, 1.0);
+    let lo = h.floor() as usize;
+    (lo, (lo + 1).min(len - 1), h - lo as f64)
+}
+
 /// The `p`-quantile of sorted values, linear interpolation between order statistics (type 7:
 /// `h = (B - 1) p`).
 pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
-    let h = (sorted.len() - 1) as f64 * p.clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(sorted.len() - 1);
-    sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+    let (lo, hi, w) = order_statistics(sorted.len(), p);
+    sorted[lo] + w * (sorted[hi] - sorted[lo])
 }
 
 /// [`quantile_sorted`] of values in any order, by selection (`O(B)`, reordering `values`):
 /// the same order statistics, hence the same value, as sorting them first.
 pub(crate) fn quantile_unsorted(values: &mut [f64], p: f64) -> f64 {
-    let h = (values.len() - 1) as f64 * p.clamp(0.0, 1.0);
-    let lo = h.floor() as usize;
+    let (lo, _, w) = order_statistics(values.len(), p);
     let (_, &mut low, rest) = values.select_nth_unstable_by(lo, f64::total_cmp);
     // The next order statistic is the least of those above (the last one's own).
     let high = rest.iter().copied().min_by(f64::total_cmp).unwrap_or(low);
-    low + (h - lo as f64) * (high - low)
+    low + w * (high - low)
 }
 
 /// The one result check of every interval path (reward, difference, coefficient, rationality,
@@ -395,6 +478,103 @@ mod tests {
                 let got = quantile_unsorted(&mut v.clone(), p);
                 assert_eq!(got.to_bits(), want.to_bits(), "n {n} p {p}");
             }
+        }
+    }
+
+    /// The percentile bootstrap's screening bound caps the lower end it is computed for, from
+    /// any subset of the draws big enough (the adversarial one included: the smallest values,
+    /// where the bound is tight, so that capping with the lower order statistic or with the
+    /// subset's own quantile fails here), with every screened value off by up to `error`; it
+    /// is infinite (nothing is pruned) when the subset is too small for the order statistic,
+    /// and the screen `prune_bound` asks for always holds it, or there is none.
+    #[test]
+    fn the_screening_bound_caps_the_percentile_lower_end_from_any_subset() {
+        use super::{order_statistics, quantile_unsorted, Rule};
+        let mut state = 5u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let rule = Rule::Percentile;
+        let mut checked = 0;
+        for reps in [2, 3, 11, 30, 101, 400] {
+            for alpha in [1e-6, 0.01, 0.05, 0.2, 0.5, 0.9] {
+                let (_, hi, _) = order_statistics(reps, alpha / 2.0);
+                for trial in 0..20 {
+                    let scale = [1e-3, 1.0, 1e3][trial % 3];
+                    let values: Vec<f64> = (0..reps)
+                        .map(|_| match trial % 4 {
+                            // Ties: a few distinct values.
+                            0 => scale * (next() * 4.0).floor(),
+                            _ => scale * (next() - 0.5),
+                        })
+                        .collect();
+                    let lower = quantile_unsorted(&mut values.clone(), alpha / 2.0);
+                    let magnitude = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                    let mut sorted = values.clone();
+                    sorted.sort_by(f64::total_cmp);
+                    for m in [hi, hi + 1, hi + 2, reps / 4, reps / 2, reps] {
+                        let m = m.min(reps);
+                        let error = [0.0, 1e-9 * scale][trial % 2];
+                        let subsets = [
+                            sorted[..m].to_vec(),
+                            values[..m].to_vec(),
+                            values[reps - m..].to_vec(),
+                        ];
+                        for mut subset in subsets {
+                            // The screen's values, each off by up to `error`.
+                            for v in subset.iter_mut() {
+                                *v += error * (2.0 * next() - 1.0);
+                            }
+                            let cap = rule.lower_cap(
+                                0.0,
+                                &mut subset,
+                                reps,
+                                alpha,
+                                error,
+                                magnitude + error,
+                            );
+                            if m <= hi {
+                                assert_eq!(cap, f64::INFINITY, "B {reps} alpha {alpha} m {m}");
+                            } else {
+                                assert!(
+                                    cap >= lower,
+                                    "B {reps} alpha {alpha} m {m}: {cap} < {lower}"
+                                );
+                                checked += 1;
+                            }
+                        }
+                        if m > hi && error == 0.0 {
+                            // Tight on the smallest values: the order statistic itself.
+                            let cap = rule.lower_cap(
+                                0.0,
+                                &mut sorted[..m].to_vec(),
+                                reps,
+                                alpha,
+                                0.0,
+                                magnitude,
+                            );
+                            assert!(cap <= sorted[hi] + 16.0 * f64::EPSILON * magnitude);
+                        }
+                    }
+                }
+                match rule.prune_bound(reps, alpha, || 0.0, || 1.0) {
+                    Some(b) => assert!(b.screen > hi && 2 * b.screen <= reps, "B {reps} {alpha}"),
+                    None => assert!(reps < 2 || 4 * (hi + 1) > reps, "B {reps} {alpha}"),
+                }
+            }
+        }
+        assert!(checked > 1000);
+        // The centre bounds Wald's and the resized bootstrap's lower end; nothing bounds the
+        // jackknife's.
+        for (rule, want) in [
+            (Rule::Wald, 2.5),
+            (Rule::Resized { alpha_hat: 0.5 }, 2.5),
+            (Rule::Jackknife { df: 9.0 }, f64::INFINITY),
+        ] {
+            assert_eq!(rule.lower_cap(2.5, &mut [], 40, 0.05, 0.0, 1.0), want);
         }
     }
 

@@ -6,7 +6,7 @@ use crate::calibrate::IntervalMethod;
 use crate::codes::coded_enum;
 use crate::error::{check_alpha, check_finite, Error, Result};
 use crate::fitted::{RewardInterval, RewardModel};
-use crate::interval::{check_features_result, Functional, PruneBound, Target};
+use crate::interval::{check_features_result, norm_bound, Functional, PruneBound, Target};
 
 coded_enum! {
     /// How the variance of a reward difference `D = r(a0) - r(a1)` is computed.
@@ -281,16 +281,21 @@ pub struct Best {
 /// winner is needed (the caller who wants every candidate's figures calls [`select`]).
 ///
 /// BoN needs no SE to choose; the winner's interval is computed for its figures. For pBoN,
-/// when the model's lower bound is `center - q se` with `se >= 0` (Wald: `center = r_hat`;
-/// resized bootstrap: `center = r_hat / alpha_hat`), `center - penalty` bounds the score from
-/// above, so candidates are visited in decreasing order of that bound in batches of 4, 8, 16,
-/// 32, ... (one pass of the scoring kernel each), and the search stops as soon as no remaining
-/// candidate's bound reaches the best score so far. When SEs are small next to the spread of
-/// the rewards, a few intervals out of N decide.
+/// every candidate gets an upper bound of its score, `cap - penalty`, from the model's
+/// interval rule (`interval::Rule::lower_cap`): when the lower bound is `center - q
+/// se` with `se >= 0` (Wald: `center = r_hat`; resized bootstrap: `center = r_hat /
+/// alpha_hat`), `cap = center`; under the percentile bootstrap, whose lower bound is a
+/// quantile of the draws and may exceed the point reward, every candidate's values at the
+/// first few draws (one GEMM over a sixteenth to a half of them) cap its quantile over all of
+/// them. Candidates are visited in decreasing order of that bound in batches of 4, 8, 16, 32,
+/// ... (one pass of the scoring kernel each; the same computation as [`select`]'s, so the
+/// same bits), and the search stops as soon as no remaining candidate's bound reaches the
+/// best score so far. When SEs are small next to the spread of the rewards, a few intervals
+/// out of N decide.
 ///
 /// Every candidate is evaluated (as by [`select`]) when pruning is not valid or could change
-/// an error: under the percentile bootstrap (its lower bound is a quantile of the draws and
-/// may exceed the point reward, so nothing cheap bounds the score), and when a candidate's
+/// an error: under the cluster jackknives, under the percentile bootstrap when `alpha` is so
+/// large that the screen would need more than half the draws, and when a candidate's
 /// features are so large that an interval it skipped might overflow (so the same row is named
 /// in the same error as [`select`]'s). Same checks, errors, figures and tie rule (lowest
 /// index) as [`select`].
@@ -311,7 +316,7 @@ pub fn select_best<T: Copy + Into<f64>>(
             se_computed: all.candidates.len(),
         })
     };
-    let Some(bounds) = prune_bound(model) else {
+    let Some(bounds) = prune_bound(model, alpha) else {
         return every(model);
     };
     let (rows, q) = checked_candidates(model, phis, penalties, alpha)?;
@@ -323,11 +328,13 @@ pub fn select_best<T: Copy + Into<f64>>(
         .chunks_exact(d1)
         .map(|phi| model.reward(phi) / bounds.center_divisor)
         .collect();
-    if (0..n_cand).any(|k| !bounds.safe(&rows[k * d1..(k + 1) * d1], centers[k], pen(k), q)) {
+    let norms: Vec<f64> = rows.chunks_exact(d1).map(norm_bound).collect();
+    if (0..n_cand).any(|k| !bounds.safe(norms[k], centers[k], pen(k), q)) {
         return every(model);
     }
-    // Upper bounds of the score: center - penalty (the BoN score itself).
-    let bound: Vec<f64> = (0..n_cand).map(|k| centers[k] - pen(k)).collect();
+    let rule = model.calibration().rule();
+    let draws = model.theta_draws_f64();
+    let reps = model.calibration().reps();
     let evaluate = |batch: &[usize]| -> Vec<RewardInterval> {
         let mut batch_rows = Vec::with_capacity(batch.len() * d1);
         for &k in batch {
@@ -337,17 +344,18 @@ pub fn select_best<T: Copy + Into<f64>>(
             .iter()
             .map(|&k| model.reward(&rows[k * d1..(k + 1) * d1]))
             .collect();
-        model.calibration().rule().theta_intervals(
+        rule.theta_intervals(
             &estimates,
             || model.reward_se_batch(&batch_rows),
-            || crate::linalg::project_rows(&batch_rows, d1, model.calibration().theta_draws()),
+            || crate::linalg::project_rows(&batch_rows, d1, draws, reps),
             alpha,
         )
     };
     if policy == Policy::Bon {
+        // The BoN score itself: center - penalty.
         let mut index = 0;
         for k in 1..n_cand {
-            if bound[k] > bound[index] {
+            if centers[k] - pen(k) > centers[index] - pen(index) {
                 index = k;
             }
         }
@@ -358,6 +366,23 @@ pub fn select_best<T: Copy + Into<f64>>(
             se_computed: 1,
         });
     }
+    // Upper bounds of the score: cap - penalty (rounding is monotone: the score, lower -
+    // penalty, is at most the bound).
+    let m = bounds.screen;
+    let mut screened = if m == 0 {
+        Vec::new()
+    } else {
+        crate::linalg::project_rows(&rows, d1, draws, m)
+    };
+    let bound: Vec<f64> = (0..n_cand)
+        .map(|k| {
+            // V >= ||phi|| max_b ||theta*_b|| >= |theta*_b . phi| (as computed, too).
+            let magnitude = 1.01 * norms[k] * model.max_draw_norm();
+            let values = screened.get_mut(k * m..(k + 1) * m).unwrap_or_default();
+            let error = 2.0 * crate::linalg::project_rows_error(d1, magnitude);
+            rule.lower_cap(centers[k], values, reps, alpha, error, 2.0 * magnitude) - pen(k)
+        })
+        .collect();
     let mut order: Vec<usize> = (0..n_cand).collect();
     order.sort_by(|&a, &b| bound[b].total_cmp(&bound[a]).then(a.cmp(&b)));
     let mut best: Option<(usize, Candidate)> = None;
@@ -407,19 +432,15 @@ pub fn select_best<T: Copy + Into<f64>>(
     })
 }
 
-/// What [`select_best`] needs to prune under the model's interval rule; `None` when pruning
-/// is not valid.
-fn prune_bound(model: &RewardModel) -> Option<PruneBound> {
+/// What [`select_best`] needs to prune under the model's interval rule at level `alpha`;
+/// `None` when pruning is not valid.
+fn prune_bound(model: &RewardModel, alpha: f64) -> Option<PruneBound> {
     let cal = model.calibration();
     cal.rule().prune_bound(
+        cal.reps(),
+        alpha,
         || model.theta_se().iter().map(|s| s * s).sum::<f64>().sqrt(),
-        || {
-            cal.theta_draws()
-                .chunks_exact(model.d1())
-                .map(|row| row.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>())
-                .fold(0.0f64, f64::max)
-                .sqrt()
-        },
+        || model.max_draw_norm(),
     )
 }
 
@@ -452,7 +473,8 @@ mod tests {
             let model = model(method);
             assert_eq!(model.calibration().method(), method);
             let mut next = uniform(7 + trials as u64);
-            let mut pruned = 0;
+            // Pruned selections per policy (BoN, pBoN).
+            let mut pruned = [0usize; 2];
             for trial in 0..trials {
                 let n_cand = 1 + trial % 40;
                 let spread = [0.01, 0.3, 3.0, 30.0][trial % 4];
@@ -481,20 +503,148 @@ mod tests {
                         assert_eq!(best.index, all.index, "{what}");
                         assert_eq!(best.candidate, all.candidates[all.index], "{what}");
                         assert!(best.se_computed >= 1 && best.se_computed <= n_cand);
-                        pruned += (best.se_computed < n_cand) as usize;
+                        pruned[policy as usize] += (best.se_computed < n_cand) as usize;
                     }
                 }
             }
-            // Pruning happens where it is valid (and only there).
-            if method == IntervalMethod::Bootstrap {
-                assert_eq!(pruned, 0);
-            } else {
-                assert!(
-                    pruned > trials,
-                    "{method:?}: only {pruned} pruned selections"
-                );
+            // Pruning happens under every method: BoN always (one interval), pBoN on the
+            // centres (Wald, resized) or on a screen of the draws (percentile).
+            assert!(
+                pruned[0] > trials && pruned[1] > trials / 2,
+                "{method:?}: only {pruned:?} pruned selections"
+            );
+        }
+    }
+
+    /// A percentile-bootstrap model of dimension `d1` with `reps` draws `theta + shift + s
+    /// N(0, I)` (`s = spread`; `shift` moves every draw, so that a candidate's quantiles may
+    /// lie above its point reward) and the Wald factor `s I`.
+    pub(crate) fn percentile_model(
+        d1: usize,
+        reps: usize,
+        spread: f64,
+        shift: f64,
+        seed: u64,
+    ) -> RewardModel {
+        use crate::calibrate::Calibration;
+        let mut next = uniform(seed);
+        let mut normal =
+            move || (-2.0 * (next() + 1e-300).ln()).sqrt() * (std::f64::consts::TAU * next()).cos();
+        let theta: Vec<f64> = (0..d1).map(|_| 0.1 * normal()).collect();
+        let offset: Vec<f64> = (0..d1).map(|_| shift * normal()).collect();
+        let draws: Vec<f32> = (0..reps * d1)
+            .map(|i| (theta[i % d1] + offset[i % d1] + spread * normal()) as f32)
+            .collect();
+        let report = model(IntervalMethod::Wald).report().clone();
+        let wald = RewardModel::from_parts(
+            crate::model::Params {
+                theta,
+                gamma: vec![0.0],
+            },
+            1000,
+            crate::inference::CovarianceKind::Expected,
+            report,
+            nalgebra::DMatrix::identity(d1, d1) * spread,
+            nalgebra::DMatrix::identity(1, 1),
+        )
+        .unwrap();
+        let cal = Calibration::from_parts(
+            IntervalMethod::Bootstrap,
+            IntervalMethod::Bootstrap,
+            reps,
+            1,
+            0,
+            [1.0; 3],
+            vec![0.0],
+            draws,
+            vec![0.0; reps],
+            d1,
+            1,
+        )
+        .unwrap();
+        wald.with_calibration(cal).unwrap()
+    }
+
+    /// The percentile bootstrap's pruned pBoN (a screen on the first draws, then the full
+    /// computation in decreasing order of the screen's bound) chooses what every candidate's
+    /// interval chooses, with the same figures to the bit: many random models and candidate
+    /// sets, B from 24 to 400, candidates whose lower bound lies above their point reward
+    /// (shifted draws), exact duplicates and near-ties (rows a few ulps apart), penalties that
+    /// cancel the rewards, `f32` and `f64` features, and levels where the screen would need
+    /// more than half the draws (every candidate computed).
+    #[test]
+    fn percentile_pruning_keeps_the_choice_and_its_bits() {
+        let bits = |c: &Candidate| {
+            let i = c.interval;
+            [i.reward, i.se, i.lower, i.upper, c.penalty, c.score].map(f64::to_bits)
+        };
+        let (mut pruned, mut above, mut cases) = (0, 0, 0);
+        for (m, (d1, reps)) in [(16, 400), (7, 24), (40, 100), (3, 57)]
+            .into_iter()
+            .enumerate()
+        {
+            for (j, &(spread, shift)) in [(0.05, 0.0), (0.2, 0.3), (1.0, 1.0)].iter().enumerate() {
+                let model = percentile_model(d1, reps, spread, shift, 31 + 7 * m as u64 + j as u64);
+                let mut next = uniform(97 + m as u64 * 5 + j as u64);
+                for trial in 0..24 {
+                    let n_cand = [2, 9, 40, 128][trial % 4];
+                    let scale = [0.1, 1.0, 10.0][trial % 3];
+                    let mut phis: Vec<f64> =
+                        (0..n_cand * d1).map(|_| scale * (next() - 0.5)).collect();
+                    if trial % 3 == 1 {
+                        // Near-ties: every other row a few ulps from its neighbour, and an
+                        // exact duplicate of the first row last.
+                        for k in (1..n_cand).step_by(2) {
+                            for i in 0..d1 {
+                                let v = phis[(k - 1) * d1 + i];
+                                phis[k * d1 + i] = v * (1.0 + (trial % 4) as f64 * f64::EPSILON);
+                            }
+                        }
+                        let first = phis[..d1].to_vec();
+                        phis[(n_cand - 1) * d1..].copy_from_slice(&first);
+                    }
+                    let narrow: Vec<f32> = phis.iter().map(|&v| v as f32).collect();
+                    let wide: Vec<f64> = narrow.iter().map(|&v| f64::from(v)).collect();
+                    let pen: Vec<f64> = (0..n_cand).map(|_| 0.05 * next()).collect();
+                    let cancel: Vec<f64> = wide.chunks_exact(d1).map(|p| model.reward(p)).collect();
+                    for alpha in [0.05, 0.2, 1e-3, 0.5] {
+                        for penalties in [None, Some(&pen[..]), Some(&cancel[..])] {
+                            let all =
+                                select(&model, &narrow, penalties, alpha, Policy::Pbon).unwrap();
+                            let best = select_best(&model, &narrow, penalties, alpha, Policy::Pbon)
+                                .unwrap();
+                            let what = format!("B {reps} d1 {d1} trial {trial} alpha {alpha}");
+                            assert_eq!(best.index, all.index, "{what}");
+                            let chosen = all.candidates[all.index];
+                            assert_eq!(bits(&best.candidate), bits(&chosen), "{what}");
+                            let f64s =
+                                select_best(&model, &wide, penalties, alpha, Policy::Pbon).unwrap();
+                            assert_eq!(f64s.index, best.index, "{what}");
+                            assert_eq!(bits(&f64s.candidate), bits(&chosen), "{what}");
+                            cases += 1;
+                            pruned += (best.se_computed < n_cand) as usize;
+                            above += (chosen.interval.lower > chosen.interval.reward) as usize;
+                            let screens = model
+                                .calibration()
+                                .rule()
+                                .prune_bound(reps, alpha, || 0.0, || 0.0)
+                                .is_some();
+                            if !screens {
+                                assert_eq!(best.se_computed, n_cand, "{what}");
+                            }
+                        }
+                    }
+                }
             }
         }
+        assert!(
+            pruned > cases / 3,
+            "only {pruned} of {cases} selections pruned"
+        );
+        assert!(
+            above > cases / 10,
+            "only {above} of {cases} choices lie above their reward"
+        );
     }
 
     #[test]
@@ -558,6 +708,7 @@ mod tests {
                 .collect()
         };
         let scale = 1e-12 * row_by_row(0).iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let wide = crate::linalg::transposed(&draws, d1);
         for rule in [
             Rule::Percentile,
             Rule::Resized { alpha_hat: 0.7 },
@@ -567,7 +718,7 @@ mod tests {
                 let gemm = rule.theta_intervals(
                     &estimates,
                     || unreachable!(),
-                    || crate::linalg::project_rows(&rows, d1, &draws),
+                    || crate::linalg::project_rows(&rows, d1, &wide, reps),
                     alpha,
                 );
                 let mut chosen = [0usize; 2];

@@ -160,10 +160,14 @@ pub(crate) fn gemm_tn_block_add<T: Scalar>(
 /// Candidate rows per task of [`project_rows`].
 const PROJECT_ROWS: usize = 64;
 
-/// `out[k * B + b] = rows_k . draws_b` for `m` row-major `f64` rows of length `d` and `B`
-/// row-major `f32` draws of length `d` (`out` is `m x B` row-major): every candidate's reward
-/// under every bootstrap draw as one blocked GEMM (`f64` arithmetic on the draws widened
-/// exactly; the products of `f32` candidates are exact and the sums `f64`).
+/// `out[k * B + b] = rows_k . draws_b` for `m` row-major `f64` rows of length `d` and the
+/// first `B` of the draws in `draws_t`, a `d x B_all` row-major matrix (coordinate-major: row
+/// `i` holds coordinate `i` of every draw; `out` is `m x B` row-major): every candidate's
+/// reward under every bootstrap draw as one blocked GEMM. The models' draws are stored in
+/// `f32` and widened exactly, and transposed, once, on first use (`RewardModel`'s draw
+/// cache): the products of `f32` candidates are then exact and the sums `f64`, and the GEMM
+/// reads the draws where they lie (coordinate-major, they need no packing: a call for a few
+/// rows costs one stream of the draws).
 ///
 /// The rows are cut into tiles of at most [`PROJECT_ROWS`], one sequential faer GEMM each, in
 /// parallel on the current rayon pool when there is more than one tile: results do not depend
@@ -171,15 +175,15 @@ const PROJECT_ROWS: usize = 64;
 /// selection's batches, a single score and a whole batch agree exactly): faer's kernels sum
 /// each output over `d` in the same order for any tile height of two or more (a lone row would
 /// take its matrix-vector path, so it is padded with a zero row); the tests guard this.
-pub(crate) fn project_rows(rows: &[f64], d: usize, draws: &[f32]) -> Vec<f64> {
+pub(crate) fn project_rows(rows: &[f64], d: usize, draws_t: &[f64], reps: usize) -> Vec<f64> {
     use rayon::prelude::*;
-    let (m, reps) = (rows.len() / d.max(1), draws.len() / d.max(1));
+    let m = rows.len() / d.max(1);
     let mut out = vec![0.0f64; m * reps];
     if m == 0 || reps == 0 {
         return out;
     }
-    let wide: Vec<f64> = draws.iter().map(|&v| f64::from(v)).collect();
-    let dt = MatRef::from_row_major_slice(&wide, reps, d).transpose();
+    let all = draws_t.len() / d;
+    let dt = MatRef::from_row_major_slice(draws_t, d, all).subcols(0, reps);
     let gemm = |out: &mut [f64], a: &[f64], h: usize| {
         faer::linalg::matmul::matmul(
             MatMut::from_row_major_slice_mut(out, h, reps),
@@ -212,6 +216,28 @@ pub(crate) fn project_rows(rows: &[f64], d: usize, draws: &[f32]) -> Vec<f64> {
             .for_each(tile);
     }
     out
+}
+
+/// `B x d` row-major `f32` draws as [`project_rows`] reads them: `d x B` row-major `f64`.
+pub(crate) fn transposed(draws: &[f32], d: usize) -> Vec<f64> {
+    let reps = draws.len() / d.max(1);
+    let mut t = vec![0.0f64; reps * d];
+    for (b, draw) in draws.chunks_exact(d).enumerate() {
+        for (i, &v) in draw.iter().enumerate() {
+            t[i * reps + b] = f64::from(v);
+        }
+    }
+    t
+}
+
+/// How far a value of [`project_rows`] may be from the exact dot product `row . draw`, given
+/// `bound >= ||row|| ||draw||`: `gamma_d bound` with `gamma_d = d u / (1 - d u)`, `u = 2^-53`
+/// (the classic bound of a floating-point dot product in any summation order, fused or not),
+/// taken as `1.01 d u bound` (`d u < 0.01`). Two calls that split the draws differently may
+/// sum in another order: their values of the same row and draw differ by at most twice this.
+pub(crate) fn project_rows_error(d: usize, bound: f64) -> f64 {
+    debug_assert!((d as f64) * f64::EPSILON < 0.01);
+    1.01 * d as f64 * (f64::EPSILON / 2.0) * bound
 }
 
 /// Output rows per task of [`gemm_tn_rows`].
@@ -340,7 +366,8 @@ mod tests {
         let rows: Vec<f64> = (0..m * d)
             .map(|i| ((i * 13 % 97) as f64 - 48.0).sin() * 3.0)
             .collect();
-        let all = project_rows(&rows, d, &draws);
+        let wide = transposed(&draws, d);
+        let all = project_rows(&rows, d, &wide, reps);
         for (k, row) in rows.chunks_exact(d).enumerate() {
             for (b, theta) in draws.chunks_exact(d).enumerate() {
                 let want = dot_f32(row, theta);
@@ -351,19 +378,22 @@ mod tests {
                     .sum();
                 assert!((all[k * reps + b] - want).abs() <= 1e-14 * scale, "{k} {b}");
             }
-            assert_eq!(project_rows(row, d, &draws), all[k * reps..(k + 1) * reps]);
+            assert_eq!(
+                project_rows(row, d, &wide, reps),
+                all[k * reps..(k + 1) * reps]
+            );
         }
         for skip in [1, 3, 8, 11, 64, 90, 148, 149] {
-            let part = project_rows(&rows[skip * d..], d, &draws);
+            let part = project_rows(&rows[skip * d..], d, &wide, reps);
             assert_eq!(part, all[skip * reps..]);
             let end = (skip + 2).min(m);
-            let head = project_rows(&rows[..end * d], d, &draws);
+            let head = project_rows(&rows[..end * d], d, &wide, reps);
             assert_eq!(head, all[..end * reps]);
         }
         let pooled = |t: usize| {
             crate::parallel::thread_pool(t)
                 .unwrap()
-                .install(|| project_rows(&rows, d, &draws))
+                .install(|| project_rows(&rows, d, &wide, reps))
         };
         assert_eq!(pooled(1), all);
         assert_eq!(pooled(3), all);
