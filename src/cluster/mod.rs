@@ -35,7 +35,9 @@ pub(crate) use crate::interval::effective_df;
 #[cfg(test)]
 pub(crate) use draws::sandwich;
 pub(crate) use draws::{jackknife, one_step_jackknife};
-pub use heterogeneity::{heterogeneity, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING};
+pub use heterogeneity::{
+    heterogeneity, heterogeneity_of_fit, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING,
+};
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
