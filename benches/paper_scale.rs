@@ -1439,7 +1439,7 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
             // The CLI prints the heterogeneity diagnostic after every fit with cluster ids.
             let t = Instant::now();
             pool(cfg.threads)
-                .install(|| hetreward::cluster::heterogeneity(&data, model.params()))
+                .install(|| hetreward::cluster::heterogeneity_of_fit(&data, &model))
                 .unwrap();
             timed(&mut rows, "heterogeneity", t);
         }

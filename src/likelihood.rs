@@ -534,6 +534,26 @@ pub(crate) fn gamma_information(data: &Dataset, terms: &[SampleTerms]) -> DMatri
     DMatrix::from_column_slice(d2, d2, &acc) / data.n() as f64
 }
 
+/// The blocks of the second-order matrices at `params` that involve gamma, in double
+/// precision, without the `d1 x d1` block: `(I_tg, H_tg, I_gg)`, the expected information's
+/// cross block, the observed Hessian's (`I_tg` plus [`residual_cross_term`]) and the gamma
+/// block (the same in both). Three passes over the data (the terms, then the two cross blocks), `n d1 nnz(psi)` flops: with the
+/// inverse of the expected information's Schur complement (a model's covariance factor) they
+/// solve with the observed Hessian without its Gram product (`crate::cluster`'s diagnostic).
+pub(crate) fn gamma_blocks(
+    data: &Dataset,
+    params: &Params,
+) -> (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>) {
+    let terms = evaluate(data, params).terms;
+    let i_tg = with_features!(data, |z| z_psi_sum(data, z, |i, _| {
+        let st = &terms[i];
+        st.weight * st.sigma * st.t
+    }));
+    let resid = with_features!(data, |z| z_psi_sum(data, z, |i, _| terms[i].resid));
+    let h_tg = &i_tg + resid;
+    (i_tg, h_tg, gamma_information(data, &terms))
+}
+
 /// The residual term of the observed Hessian's cross block,
 /// `(1/n) sum (mu_i - y_i) z_i psi_i^T` (`d1 x d2`); zero in expectation at the truth.
 pub(crate) fn residual_cross_term(data: &Dataset, params: &Params) -> DMatrix<f64> {

@@ -623,10 +623,11 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
     let mut model_out = PendingFile::create(&args.out)?;
     model_out.write_all(&model_file::to_bytes(&model))?;
     let diagnostics = model.diagnostics_on(&data);
-    // The annotator-heterogeneity diagnostic of a fit whose data have cluster ids (issue 20).
+    // The annotator-heterogeneity diagnostic of a fit whose data have cluster ids (issue 20),
+    // from the model's inverse information (no second Gram product).
     let heterogeneity = match data.cluster() {
         Some(_) => Some(hetreward::parallel::run_in_pool(args.threads, || {
-            hetreward::cluster::heterogeneity(&data, model.params())
+            hetreward::cluster::heterogeneity_of_fit(&data, &model)
         })?),
         None => None,
     };

@@ -11,13 +11,15 @@
 //! then covers about `2 Phi(1.96 / sqrt(ratio)) - 1` instead of 0.95.
 
 use super::clusters::Clusters;
-use super::draws::sandwich_with;
 use crate::data::Dataset;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::fitted::RewardModel;
 use crate::inference::{factors_from_matrices, CovarianceKind};
 use crate::interval::effective_df;
-use crate::likelihood::{add_residual_cross_term, expected_information, residual_cross_term};
+use crate::likelihood::{cluster_score_sums, expected_information, gamma_blocks};
+use crate::linalg::{cholesky, lower_inverse_in_place, matmul, matmul_tn};
 use crate::model::Params;
+use nalgebra::DMatrix;
 use statrs::distribution::{ContinuousCDF, Normal};
 
 /// The design effect above which a fit warns (if it is also [`EXCESS_Z_WARNING`] noise SDs
@@ -62,35 +64,67 @@ pub struct Heterogeneity {
 /// [`super::clusters::MIN_CLUSTERS`]; [`crate::Error::SingularInformation`] as the covariance.
 pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
     let clusters = Clusters::of(data)?;
+    let info = expected_information(data, params);
+    let model = factors_from_matrices(CovarianceKind::Expected, info, None, data.n(), data.d1())?;
+    diagnose(
+        data,
+        params,
+        &clusters,
+        &model.theta_factor,
+        &model.gamma_cov,
+    )
+}
+
+/// [`heterogeneity`] of `model`, the fit of `data` (the model [`crate::estimator::estimate`]
+/// built from these data, as the command-line program's `fit`): when its covariance is the
+/// `expected` kind it is the inverse information the diagnostic needs, so the diagnostic
+/// costs three passes over the data and two `d1^2 G` products instead of a second Gram
+/// product of `n (d1 + d2)^2` flops (the same design effects to rounding). Any other model
+/// (another covariance kind, another sample size or shape) takes [`heterogeneity`] at its
+/// estimate.
+///
+/// Errors: as [`heterogeneity`].
+pub fn heterogeneity_of_fit(data: &Dataset, model: &RewardModel) -> Result<Heterogeneity> {
+    let fitted_here = model.covariance() == CovarianceKind::Expected
+        && (model.n(), model.d1(), model.d2()) == (data.n(), data.d1(), data.d2());
+    if !fitted_here {
+        return heterogeneity(data, model.params());
+    }
+    let clusters = Clusters::of(data)?;
+    diagnose(
+        data,
+        model.params(),
+        &clusters,
+        model.theta_cov_factor(),
+        model.gamma_cov(),
+    )
+}
+
+/// The diagnostic given the expected information's covariance at `params`: `theta_factor`
+/// the lower Cholesky factor of `Cov(theta_hat)` and `gamma_cov` `Cov(gamma_hat)` (both the
+/// inverse information's blocks over `n`, [`factors_from_matrices`]).
+fn diagnose(
+    data: &Dataset,
+    params: &Params,
+    clusters: &Clusters,
+    theta_factor: &DMatrix<f64>,
+    gamma_cov: &DMatrix<f64>,
+) -> Result<Heterogeneity> {
     let g = clusters.len() as f64;
     let (n, p) = (data.n() as f64, data.n_params() as f64);
     let cr1 = g / (g - 1.0) * (n - 1.0) / (n - p).max(1.0);
-    // One Gram product for both: the observed Hessian is the expected information plus the
-    // residual cross term.
     let d1 = data.d1();
-    let info = expected_information(data, params);
-    let mut hessian = info.clone();
-    if data.d2() > 0 {
-        add_residual_cross_term(&mut hessian, &residual_cross_term(data, params));
-    }
-    let draws = sandwich_with(hessian, data, params, &clusters)?;
-    let model = factors_from_matrices(CovarianceKind::Expected, info, None, data.n(), d1)?;
+    let draws = sandwich_draws(data, params, clusters, theta_factor)?;
     let model_var = |c: usize| {
         if c < d1 {
-            model.theta_factor.row(c).norm_squared()
+            theta_factor.row(c).norm_squared()
         } else {
-            model.gamma_cov[(c - d1, c - d1)]
+            gamma_cov[(c - d1, c - d1)]
         }
     };
     let per_coefficient: Vec<(f64, f64)> = (0..data.n_params())
         .map(|c| {
-            let v: Vec<f64> = draws
-                .values
-                .iter()
-                .skip(c)
-                .step_by(draws.p)
-                .copied()
-                .collect();
+            let v: Vec<f64> = draws.row(c).iter().copied().collect();
             let mean = v.iter().sum::<f64>() / g;
             let robust = cr1 * v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>();
             (robust / model_var(c), effective_df(&v, 1.0))
@@ -133,4 +167,80 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
         independent_coverage,
         warning,
     })
+}
+
+/// `H^-1 s_g` for every cluster `g` (columns, clusters in increasing id order; `H` the
+/// observed Hessian summed over all rows, `s_g` cluster `g`'s summed NLL gradient), the
+/// deviations of the sandwich draws ([`super::draws::sandwich`]) from the estimate, given
+/// `theta_factor`, the lower Cholesky factor `L` of `Cov(theta_hat)` from the expected
+/// information `I` at `params` (`L L^T = S_I^-1 / n`, `S_I = A - B D^-1 B^T` the Schur
+/// complement of `I = [[A, B], [B^T, D]]`), without `A`.
+///
+/// The observed Hessian (means) is `[[A, B'], [B'^T, D]]` with `B' = B + R` (the residual
+/// cross term), so its Schur complement is `S_H = A - B' D^-1 B'^T = S_I + W W^T - W' W'^T`
+/// with `W = B L_D^-T`, `W' = B' L_D^-T` (`D = L_D L_D^T`): a rank-`2 d2` update of `S_I`,
+/// solved by the Woodbury identity `S_H^-1 = P - P U K^-1 U^T P` (`P = S_I^-1 = n L L^T`,
+/// `U = [W, W']`, `K = diag(I, -I) + U^T P U`). Then `x_t = S_H^-1 (s_t - B' D^-1 s_g) / n`
+/// and `x_g = D^-1 (s_g / n - B'^T x_t)`. Costs the passes of [`gamma_blocks`] and
+/// [`cluster_score_sums`] and two `d1 x d1` by `d1 x G` products.
+///
+/// Errors: [`Error::SingularInformation`] when `D` or `S_H` is not positive definite (`H` is
+/// not: the condition of [`super::draws::sandwich`]'s inverse).
+fn sandwich_draws(
+    data: &Dataset,
+    params: &Params,
+    clusters: &Clusters,
+    theta_factor: &DMatrix<f64>,
+) -> Result<DMatrix<f64>> {
+    let (n, d1, d2) = (data.n() as f64, data.d1(), data.d2());
+    let (ids, sums) = cluster_score_sums(data, params);
+    debug_assert_eq!(ids.len(), clusters.len(), "both in increasing id order");
+    let scores = DMatrix::from_vec(d1 + d2, ids.len(), sums);
+    let l = theta_factor;
+    let s_t = scores.rows(0, d1).into_owned();
+    if d2 == 0 {
+        // H = A = S_I: H_sum^-1 = L L^T.
+        return Ok(matmul(l, &matmul_tn(l, &s_t)));
+    }
+    let s_g = scores.rows(d1, d2).into_owned();
+    let (i_tg, h_tg, d) = gamma_blocks(data, params);
+    let what = "the observed Hessian";
+    let mut ld_inv = cholesky(&d, &format!("{what} (its gamma block)"))?;
+    lower_inverse_in_place(&mut ld_inv);
+    let w = &i_tg * ld_inv.transpose();
+    let wh = &h_tg * ld_inv.transpose();
+    let mut u = DMatrix::zeros(d1, 2 * d2);
+    u.columns_mut(0, d2).copy_from(&w);
+    u.columns_mut(d2, d2).copy_from(&wh);
+    let q = matmul_tn(l, &u);
+    let mut k = q.tr_mul(&q) * n;
+    // S_H is positive definite iff E = I - W'^T A^-1 W' is (A = S_I + W W^T is):
+    // E = I - n Q'^T Q' + n^2 Q'^T Q1 (I + n Q1^T Q1)^-1 Q1^T Q'.
+    let k11 = k.view((0, 0), (d2, d2)) + DMatrix::<f64>::identity(d2, d2);
+    let k12 = k.view((0, d2), (d2, d2)).into_owned();
+    let c11 = cholesky(&k11, what)?;
+    let y = c11
+        .solve_lower_triangular(&k12)
+        .ok_or_else(|| singular(what))?;
+    let e = DMatrix::<f64>::identity(d2, d2) - k.view((d2, d2), (d2, d2)) + y.tr_mul(&y);
+    cholesky(&e, what)?;
+    for j in 0..2 * d2 {
+        k[(j, j)] += if j < d2 { 1.0 } else { -1.0 };
+    }
+    // R = s_t - B' D^-1 s_g; x_t = L (T - n Q K^-1 Q^T T) with T = L^T R.
+    let r = s_t - &wh * (&ld_inv * &s_g);
+    let t = matmul_tn(l, &r);
+    let sol = k.lu().solve(&q.tr_mul(&t)).ok_or_else(|| singular(what))?;
+    let x_t = matmul(l, &(t - &q * sol * n));
+    let x_g = ld_inv.tr_mul(&ld_inv) * (s_g / n - h_tg.tr_mul(&x_t));
+    let mut x = DMatrix::zeros(d1 + d2, ids.len());
+    x.rows_mut(0, d1).copy_from(&x_t);
+    x.rows_mut(d1, d2).copy_from(&x_g);
+    Ok(x)
+}
+
+fn singular(what: &str) -> Error {
+    Error::SingularInformation {
+        detail: format!("{what} is not positive definite"),
+    }
 }

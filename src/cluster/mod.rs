@@ -22,7 +22,9 @@
 //!
 //! [`heterogeneity`] is the diagnostic every fit with cluster ids reports: the design effect
 //! (cluster-robust over model-based variance) of each coefficient, with a plain-words warning
-//! when intervals that assume independent comparisons would under-cover.
+//! when intervals that assume independent comparisons would under-cover;
+//! [`heterogeneity_of_fit`] computes it from a fitted model's inverse information (what the
+//! command-line program does: no second Gram product).
 //!
 //! The jackknife variance is `(G-1)/G sum_g (v_g - v_bar)^2`; quantiles are Student's t with
 //! `G - 1` degrees of freedom (`Df::Fixed`) or an effective number of clusters of the
@@ -37,7 +39,9 @@ pub use clusters::{Clusters, MIN_CLUSTERS};
 pub(crate) use draws::sandwich;
 pub use draws::ClusterDraws;
 pub(crate) use draws::{jackknife, one_step_jackknife};
-pub use heterogeneity::{heterogeneity, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING};
+pub use heterogeneity::{
+    heterogeneity, heterogeneity_of_fit, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING,
+};
 
 #[cfg(test)]
 mod tests;

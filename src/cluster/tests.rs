@@ -328,6 +328,70 @@ fn heterogeneity_warns_when_annotators_differ_and_not_when_they_do_not() {
     assert!(warned(0.6) >= 10);
 }
 
+/// The diagnostic from a model's factor (the Woodbury solve with the observed Hessian, no
+/// Gram product) equals the direct computation: the spread of the sandwich draws (the
+/// observed Hessian's Cholesky inverse) over the expected information's variances, on a
+/// wide design with dense covariates, one-hot covariates and none; and `heterogeneity_of_fit`
+/// of the estimate's model is `heterogeneity` at its estimate, bit for bit.
+#[test]
+fn heterogeneity_from_the_models_factor_equals_the_direct_sandwich() {
+    use crate::sim::{high_dimensional, homogeneous, one_hot_groups};
+    use crate::testing::with_clusters;
+    use crate::RewardModel;
+    let wide = high_dimensional(2400, 40, 5, 3).0;
+    let one_hot = one_hot_groups(3000, &[0.7, -0.4, 0.3, 0.5], &[0.4, -0.3, 0.2], 4);
+    let plain = homogeneous(1500, &[0.6, -0.5, 0.4], 5);
+    for (data, g) in [(wide, 61), (one_hot, 37), (plain, 23)] {
+        let data = with_clusters(&data, |i| ((i * 7) % g) as i64);
+        let model = RewardModel::estimate(
+            &data,
+            &FitOptions::default(),
+            CovarianceKind::Expected,
+            &FitControl::default(),
+        )
+        .unwrap();
+        let params = model.params().clone();
+        let h = heterogeneity(&data, &params).unwrap();
+        assert_eq!(heterogeneity_of_fit(&data, &model).unwrap(), h);
+        let cl = Clusters::of(&data).unwrap();
+        let (n, p) = (data.n() as f64, data.n_params() as f64);
+        let gf = g as f64;
+        let robust = spread(
+            &sandwich(&data, &params, &cl).unwrap(),
+            gf / (gf - 1.0) * (n - 1.0) / (n - p),
+        );
+        let f = covariance_factors(&data, &params, CovarianceKind::Expected).unwrap();
+        let d1 = data.d1();
+        for c in 0..data.n_params() {
+            let model_var = if c < d1 {
+                f.theta_factor.row(c).norm_squared()
+            } else {
+                f.gamma_cov[(c - d1, c - d1)]
+            };
+            let want = robust[(c, c)] / model_var;
+            let got = h.design_effects[c];
+            assert!(
+                (got - want).abs() <= 1e-11 * want,
+                "d2 {} coefficient {c}: {got} vs {want}",
+                data.d2()
+            );
+        }
+    }
+    // Another covariance kind is not the expected information: computed at the estimate.
+    let data = with_clusters(&homogeneous(800, &[0.6, -0.5], 6), |i| (i % 9) as i64);
+    let observed = RewardModel::estimate(
+        &data,
+        &FitOptions::default(),
+        CovarianceKind::Observed,
+        &FitControl::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        heterogeneity_of_fit(&data, &observed).unwrap(),
+        heterogeneity(&data, observed.params()).unwrap()
+    );
+}
+
 #[test]
 fn small_sample_hint_recommends_the_cluster_method_when_the_data_have_cluster_ids() {
     use crate::RewardModel;
