@@ -19,9 +19,9 @@
 //! A measurement tool, not a test.
 
 use hetreward::calibrate::{Calibration, IntervalMethod, IntervalOptions};
+use hetreward::covariance::CovarianceKind;
 use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{FitControl, FitOptions, FitReport, SolverKind, Termination};
-use hetreward::inference::CovarianceKind;
 use hetreward::select::{select_best, Policy};
 use hetreward::sim::{high_dimensional, paper_simulation, rng, ActionDesign};
 use hetreward::{Dataset, Params, RewardModel};

@@ -43,9 +43,9 @@
 //!
 //! This is a measurement tool, not a test: nothing here fails because the machine is slow.
 
+use hetreward::covariance::CovarianceKind;
 use hetreward::data::FeatureMatrix;
 use hetreward::fit::{FitControl, FitOptions, Init, SolverKind};
-use hetreward::inference::CovarianceKind;
 use hetreward::internals::fit::{fit_with, NewtonVariant, Tuning};
 use hetreward::internals::likelihood::{evaluate, hessian_vector, nll_and_gradient, Curvature};
 use hetreward::select::{select, select_best, Policy};
@@ -782,7 +782,7 @@ fn fit_workload(cfg: &Config, data: &Dataset, rep: &mut Report) -> RewardModel {
     let t_factors = p.install(|| {
         time_median(cfg.reps, || {
             std::hint::black_box(
-                hetreward::internals::inference::covariance_factors(
+                hetreward::internals::covariance::covariance_factors(
                     data,
                     &params,
                     CovarianceKind::Expected,
@@ -1191,7 +1191,7 @@ fn memory_workload(cfg: &Config, data: &Dataset, rep: &mut Report) {
     });
     probe("covariance (Gram + factors)", &|| {
         std::hint::black_box(
-            hetreward::internals::inference::covariance_factors(
+            hetreward::internals::covariance::covariance_factors(
                 data,
                 &fit.params,
                 CovarianceKind::Expected,

@@ -29,8 +29,8 @@
 //! a test.
 
 use hetreward::calibrate::{Calibration, IntervalMethod};
+use hetreward::covariance::CovarianceKind;
 use hetreward::fit::{FitControl, FitOptions};
-use hetreward::inference::CovarianceKind;
 use hetreward::internals::ffi::{
     hetreward_candidate, hetreward_model, hetreward_model_free, hetreward_model_load_buffer,
     hetreward_model_select, hetreward_reward, hetreward_status, HETREWARD_POLICY_PBON,

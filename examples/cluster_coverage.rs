@@ -34,10 +34,10 @@
 //! `20_000_000 + 1_000_000 * tau10 + 1_000 * G + r`.
 
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
+use hetreward::covariance::CovarianceKind;
 use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{fit, FitControl, FitOptions};
 use hetreward::fitted::RewardInterval;
-use hetreward::inference::CovarianceKind;
 use hetreward::internals::calibrate::quantile_sorted;
 use hetreward::internals::cluster::{
     interval, jackknife, one_step_jackknife, pairs_bootstrap, sandwich, Center, ClusterDraws,

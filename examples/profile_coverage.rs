@@ -7,8 +7,8 @@
 //!
 //! Datasets without a finite MLE are left out; unbounded intervals (one side never crosses
 //! the threshold) count as covering when the truth is on their bounded side's inside.
+use hetreward::covariance::CovarianceKind;
 use hetreward::fit::{FitControl, FitOptions};
-use hetreward::inference::CovarianceKind;
 use hetreward::profile::coefficient_interval;
 use hetreward::sim::{paper_simulation, ActionDesign, PAPER_GAMMA, PAPER_THETA};
 use hetreward::RewardModel;

@@ -198,7 +198,7 @@ mod tests {
         check::<crate::fit::SolverKind>();
         check::<crate::fit::InitKind>();
         check::<crate::fit::Termination>();
-        check::<crate::inference::CovarianceKind>();
+        check::<crate::covariance::CovarianceKind>();
         check::<crate::calibrate::IntervalMethod>();
         check::<crate::select::DiffMethod>();
         check::<crate::select::Verdict>();
@@ -215,7 +215,7 @@ mod tests {
             "invalid `solver`: unknown solver `lbfgs` (expected newton or agd)"
         );
         assert_eq!(
-            crate::inference::CovarianceKind::from_name("x").unwrap_err().to_string(),
+            crate::covariance::CovarianceKind::from_name("x").unwrap_err().to_string(),
             "invalid `covariance`: unknown covariance kind `x` (expected expected, observed, robust or cluster)"
         );
     }

@@ -13,11 +13,11 @@
 //! convergence rule), the demo and [`RewardModel::estimate`] all go through it.
 
 use crate::calibrate::{self, IntervalMethod, IntervalOptions};
+use crate::covariance::CovarianceKind;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::{fit, FitControl, FitOptions, FitReport};
 use crate::fitted::RewardModel;
-use crate::inference::CovarianceKind;
 use std::sync::atomic::AtomicBool;
 
 /// Everything the estimator is configured by. `fit.seed` is the one seed: it seeds the fit's

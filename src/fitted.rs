@@ -11,10 +11,10 @@
 //! `RewardModel` is `Send + Sync`: any number of threads may score with one model at once.
 
 use crate::calibrate::{self, Calibration, IntervalDiagnostics, IntervalMethod};
+use crate::covariance::{covariance_factors, CovarianceKind};
 use crate::data::Dataset;
 use crate::error::{check_alpha, check_finite, Error, Result};
 use crate::fit::FitReport;
-use crate::inference::{covariance_factors, CovarianceKind};
 use crate::interval::{check_features_result, check_result, Functional, Target};
 use crate::linalg::PackedLower;
 use crate::model::{dot, Params};

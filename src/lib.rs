@@ -21,7 +21,7 @@
 //! |---|---|
 //! | [`data`] | [`Dataset`]: the validated training set (`Dataset::new`, or read with [`io::training`]) |
 //! | [`fit`] | [`fit::FitOptions`] (documented defaults), [`fit::FitControl`] (progress, cancel), [`fit::FitReport`], [`fit::SolverKind`], [`fit::Init`], [`fit::Termination`] |
-//! | [`inference`] | [`inference::CovarianceKind`]: expected, observed, robust, cluster |
+//! | [`covariance`] | [`covariance::CovarianceKind`]: expected, observed, robust, cluster |
 //! | [`calibrate`] | [`calibrate::IntervalOptions`], [`calibrate::IntervalMethod`]: Wald, parametric bootstrap, resized bootstrap, auto |
 //! | [`estimator`] | [`estimator::EstimatorOptions`] (fit, covariance, intervals, require_converged) checked once into an [`estimator::Estimator`]: the pipeline fit -> covariance -> calibrate -> model (also `RewardModel::estimate`) |
 //! | [`fitted`] | [`RewardModel`]: estimates, SEs, reward CIs, rationality; [`RewardInterval`] |
@@ -41,7 +41,7 @@
 //! item by name.
 //!
 //! ```
-//! use hetreward::{fit::FitOptions, fit::FitControl, inference::CovarianceKind, RewardModel};
+//! use hetreward::{fit::FitOptions, fit::FitControl, covariance::CovarianceKind, RewardModel};
 //! use hetreward::sim::{paper_simulation, ActionDesign};
 //!
 //! let data = paper_simulation(400, ActionDesign::Uniform, 1);
@@ -60,13 +60,13 @@ pub mod calibrate;
 pub mod cluster;
 pub mod codes;
 pub mod coefficients;
+pub mod covariance;
 pub mod data;
 pub mod error;
 pub mod estimator;
 mod ffi;
 pub mod fit;
 pub mod fitted;
-pub mod inference;
 mod interval;
 pub mod io;
 mod likelihood;
@@ -108,8 +108,8 @@ pub mod internals {
         pub use crate::fit::{fit_with, Diagnostics, NewtonVariant, Tuning};
     }
     /// The covariance's factors.
-    pub mod inference {
-        pub use crate::inference::{covariance_factors, CovarianceFactors};
+    pub mod covariance {
+        pub use crate::covariance::{covariance_factors, CovarianceFactors};
     }
     /// Reward differences without the argument checks.
     pub mod select {

@@ -542,7 +542,7 @@ mod tests {
                 gamma: vec![0.0],
             },
             1000,
-            crate::inference::CovarianceKind::Expected,
+            crate::covariance::CovarianceKind::Expected,
             report,
             nalgebra::DMatrix::identity(d1, d1) * spread,
             nalgebra::DMatrix::identity(1, 1),

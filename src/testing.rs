@@ -117,7 +117,7 @@ pub(crate) fn simulated_model(
     };
     crate::estimator::EstimatorOptions {
         fit: options,
-        covariance: crate::inference::CovarianceKind::Expected,
+        covariance: crate::covariance::CovarianceKind::Expected,
         intervals: crate::calibrate::IntervalOptions {
             method,
             reps: Some(reps),

@@ -11,8 +11,8 @@
 //! The saving process is this test binary re-run with `HETREWARD_SAVE_LOOP` set: the test
 //! `save_loop_child` then saves two large models (about 9 MB each) alternately until killed.
 
+use hetreward::covariance::CovarianceKind;
 use hetreward::fit::{FitReport, SolverKind, Termination};
-use hetreward::inference::CovarianceKind;
 use hetreward::io::model_file;
 use hetreward::{Params, RewardModel};
 use nalgebra::DMatrix;

@@ -17,8 +17,8 @@
 //!
 //! The table is printed (run with `--nocapture`) and written to `target/coverage-report.md`.
 
+use hetreward::covariance::CovarianceKind;
 use hetreward::fit::{FitControl, FitOptions};
-use hetreward::inference::CovarianceKind;
 use hetreward::internals::select::compare_unchecked;
 use hetreward::model::dot;
 use hetreward::select::DiffMethod;

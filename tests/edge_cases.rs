@@ -7,8 +7,8 @@
 //! (singular information, with the matrix and what was found). Cases where the only honest
 //! answer is a failure or `converged = false` (an MLE at infinity) say so explicitly.
 
+use hetreward::covariance::CovarianceKind;
 use hetreward::fit::{FitControl, FitOptions, Init, SolverKind, Termination};
-use hetreward::inference::CovarianceKind;
 use hetreward::sim::{homogeneous, one_hot_groups, paper_simulation, rng, ActionDesign};
 use hetreward::{Dataset, Error, Params, RewardModel};
 use rand::Rng;

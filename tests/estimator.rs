@@ -1,8 +1,8 @@
 //! The estimator against independent references: statsmodels on the homogeneous case, agd vs
 //! the default solver, determinism, honest convergence reporting, covariance kinds.
 
+use hetreward::covariance::CovarianceKind;
 use hetreward::fit::{fit, FitControl, FitOptions, Init, SolverKind, Termination};
-use hetreward::inference::CovarianceKind;
 use hetreward::io::training::read_training;
 use hetreward::sim::{one_hot_groups, paper_simulation, ActionDesign};
 use hetreward::{Dataset, Error, Params, RewardModel};

@@ -9,8 +9,8 @@
 //! Newton variant forced and agd, the profile-likelihood intervals, and warm and scratch
 //! bootstrap refits.
 
+use hetreward::covariance::CovarianceKind;
 use hetreward::fit::{FitControl, FitOptions, Init, SolverKind};
-use hetreward::inference::CovarianceKind;
 use hetreward::internals::fit::{fit_with, NewtonVariant, Tuning};
 use hetreward::internals::shard::{fit_distributed, LocalOracle};
 use hetreward::profile::coefficient_interval;

@@ -31,12 +31,12 @@
 //! Everything is deterministic for a seed (ChaCha8 streams; parallel loops reduce in order).
 
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
+use hetreward::covariance::CovarianceKind;
 use hetreward::data::Dataset;
 use hetreward::error::{check_alpha, Error, Result};
 use hetreward::estimator::{Estimator, EstimatorOptions};
 use hetreward::fit::{FitControl, FitOptions};
 use hetreward::fitted::{RewardInterval, RewardModel};
-use hetreward::inference::CovarianceKind;
 use hetreward::model::{dot, sigmoid};
 use hetreward::select::{self, Comparison, DiffMethod, Policy, Verdict, WinRate};
 use hetreward::stats::critical_value;

@@ -4,9 +4,9 @@
 //! Numbers printed by the CLI are checked against the library called directly on the same
 //! data: the CLI must only convert and report.
 
+use hetreward::covariance::CovarianceKind;
 use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{FitControl, FitOptions};
-use hetreward::inference::CovarianceKind;
 use hetreward::io::model_file;
 use hetreward::select::{self, DiffMethod, Policy};
 use hetreward::sim::{paper_simulation, ActionDesign};

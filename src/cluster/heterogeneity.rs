@@ -11,10 +11,10 @@
 //! then covers about `2 Phi(1.96 / sqrt(ratio)) - 1` instead of 0.95.
 
 use super::clusters::Clusters;
+use crate::covariance::{factors_from_matrices, CovarianceKind};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fitted::RewardModel;
-use crate::inference::{factors_from_matrices, CovarianceKind};
 use crate::interval::effective_df;
 use crate::likelihood::{cluster_score_sums, expected_information, gamma_blocks};
 use crate::linalg::{cholesky, lower_inverse_in_place, matmul, matmul_tn};

@@ -1,9 +1,9 @@
 use super::draws::pairs_bootstrap;
 use super::*;
+use crate::covariance::{covariance_factors, CovarianceKind};
 use crate::data::Dataset;
 use crate::estimator::EstimatorOptions;
 use crate::fit::{fit, FitControl, FitOptions, Init};
-use crate::inference::{covariance_factors, CovarianceKind};
 use crate::interval::effective_df;
 use crate::interval::{interval, Center, Df, Spread};
 use crate::sim::annotator_effects;

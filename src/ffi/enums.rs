@@ -12,9 +12,9 @@
 use super::status::boundary_value;
 use crate::calibrate::IntervalMethod;
 use crate::codes::{coded_enum, Coded};
+use crate::covariance::CovarianceKind;
 use crate::error::{Error, Result};
 use crate::fit::{InitKind, SolverKind, Termination};
-use crate::inference::CovarianceKind;
 use crate::select::{DiffMethod, Policy, Verdict};
 use crate::shard::Section;
 use std::ffi::{c_char, CStr};

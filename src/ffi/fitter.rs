@@ -9,12 +9,12 @@ use super::enums::{
 use super::model::{hetreward_model, model_into_raw};
 use super::status::{boundary, boundary_value, hetreward_status};
 use crate::calibrate::{IntervalMethod, IntervalOptions, MAX_REPS, MIN_REPS};
+use crate::covariance::CovarianceKind;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::estimator::{Estimator, EstimatorOptions};
 use crate::fit::{FitControl, FitOptions, Init, InitKind, Progress, SolverKind};
 use crate::fitted::RewardModel;
-use crate::inference::CovarianceKind;
 use crate::model::Params;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -95,12 +95,12 @@ pub extern "C" fn hetreward_model_heterogeneity(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::covariance::CovarianceKind;
     use crate::ffi::model::model_into_raw;
     use crate::ffi::status::hetreward_status::*;
     use crate::ffi::{dataset::hetreward_dataset_free, model::hetreward_model_free};
     use crate::fit::FitOptions;
     use crate::fitted::RewardModel;
-    use crate::inference::CovarianceKind;
 
     /// The C function writes exactly the library's diagnostic, and refuses a dataset without
     /// cluster ids, a wrong `len` and NULL pointers without writing anything.

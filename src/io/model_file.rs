@@ -30,10 +30,10 @@
 use crate::calibrate::resized::{MAX_SHRINK, MIN_SHRINK};
 use crate::calibrate::{Calibration, IntervalMethod, MAX_REPS, MIN_REPS};
 use crate::codes::Coded;
+use crate::covariance::CovarianceKind;
 use crate::error::{Error, Result};
 use crate::fit::{FitReport, SolverKind, Termination};
 use crate::fitted::RewardModel;
-use crate::inference::CovarianceKind;
 use crate::model::Params;
 use nalgebra::DMatrix;
 use std::io::Read;

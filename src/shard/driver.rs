@@ -25,6 +25,7 @@
 //! `FitOptions::restarts` and `threads` are not used (the oracle's workers own the passes).
 
 use super::stats::{merge_in_order, merge_summaries, Request, ShardStats, ShardSummary};
+use crate::covariance::{factors_from_matrices, CovarianceKind};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fit::newton::Newton;
@@ -35,7 +36,6 @@ use crate::fit::{
     Run, SolverKind, State, Termination, DENSE_NEWTON_MAX_PARAMS,
 };
 use crate::fitted::RewardModel;
-use crate::inference::{factors_from_matrices, CovarianceKind};
 use crate::likelihood::Curvature;
 use crate::linalg::{dot, lower_matvec, lower_t_matvec, ridged_inverse_factor};
 use crate::model::Params;

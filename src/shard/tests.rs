@@ -429,7 +429,7 @@ fn identifiability_is_checked_on_the_merged_shards_only() {
     let mut oracle = driver::LocalOracle::new(split_rows(&flat, &contiguous(600, 4)));
     let result =
         driver::fit_distributed(&mut oracle, &options, NewtonVariant::Auto, &control, None)
-            .and_then(|f| f.model(crate::inference::CovarianceKind::Expected));
+            .and_then(|f| f.model(crate::covariance::CovarianceKind::Expected));
     assert!(
         matches!(result, Err(Error::SingularInformation { .. })),
         "{:?}",
