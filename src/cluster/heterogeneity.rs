@@ -75,7 +75,7 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
     )
 }
 
-/// [`heterogeneity`] of `model`, the fit of `data` (the model [`crate::estimator::estimate`]
+/// [`heterogeneity`] of `model`, the fit of `data` (the model [`crate::estimator::Estimator::estimate`]
 /// built from these data, as the command-line program's `fit`): when its covariance is the
 /// `expected` kind it is the inverse information the diagnostic needs, so the diagnostic
 /// costs three passes over the data and two `d1^2 G` products instead of a second Gram
