@@ -241,44 +241,65 @@ impl Refit {
     }
 }
 
-/// Refreshes `nll` and the gradient of every refit in `which` (one `Z^T C` GEMM).
+/// `Psi^T C` for `c` `n x k` row-major: `d2 x k` column-major (one sequential GEMM; d2 is small).
+fn psi_t_times(data: &Dataset, c: &[f64], k: usize) -> DMatrix<f64> {
+    let (n, d2) = (data.n(), data.d2());
+    let mut out = vec![0.0; d2 * k]; // d2 x k row-major
+    if d2 > 0 && k > 0 {
+        gemm_tn_block_add(&mut out, data.psi(), d2, (0, n), (0, d2), c, k);
+    }
+    DMatrix::from_row_slice(d2, k, &out)
+}
+
+/// `Psi V` for `v` `d2 x k` column-major: `n x k` row-major (fixed row blocks).
+fn psi_times(data: &Dataset, v: &[f64], k: usize) -> Vec<f64> {
+    let (n, d2) = (data.n(), data.d2());
+    let mut out = vec![0.0; n * k];
+    if d2 > 0 && k > 0 {
+        out.par_chunks_mut(ROW_BLOCK * k)
+            .enumerate()
+            .for_each(|(blk, c)| {
+                let (r0, rows) = (blk * ROW_BLOCK, c.len() / k);
+                gemm_row_block(c, &data.psi()[r0 * d2..(r0 + rows) * d2], rows, v, k);
+            });
+    }
+    out
+}
+
+/// Refreshes `nll` and the gradient of every refit in `which`: the per-sample terms once per
+/// sample and refit, then the gradient's theta block `Z^T C` and gamma block `Psi^T C'` as
+/// GEMMs.
 fn evaluate(data: &Dataset, refits: &mut [Refit], which: &[usize]) {
-    let (n, d1, d2) = (data.n(), data.d1(), data.d2());
+    let (n, d1) = (data.n(), data.d1());
     let k = which.len();
     if k == 0 {
         return;
     }
-    let mut c = vec![0.0; n * k];
-    c.par_chunks_mut(k).enumerate().for_each(|(i, row)| {
-        for (j, &b) in which.iter().enumerate() {
-            let r = &refits[b];
-            let st = sample_terms(r.t[i], r.sigma[i], r.y[i]);
-            row[j] = st.resid * st.sigma / n as f64;
-        }
-    });
-    let gt = z_t_times::<f64>(data, &c, k);
-    let updates: Vec<(f64, Vec<f64>)> = which
-        .par_iter()
+    let mut ct = vec![0.0; n * k];
+    let mut cg = vec![0.0; n * k];
+    let mut loss = vec![0.0; n * k];
+    ct.par_chunks_mut(k)
+        .zip(cg.par_chunks_mut(k))
+        .zip(loss.par_chunks_mut(k))
         .enumerate()
-        .map(|(j, &b)| {
-            let r = &refits[b];
-            let mut grad = vec![0.0; d1 + d2];
-            grad[..d1].copy_from_slice(gt.column(j).as_slice());
-            let mut nll = 0.0;
-            for i in 0..n {
+        .for_each(|(i, ((rt, rg), rl))| {
+            for (j, &b) in which.iter().enumerate() {
+                let r = &refits[b];
                 let st = sample_terms(r.t[i], r.sigma[i], r.y[i]);
-                nll += st.loss;
-                let a = st.resid * st.t / n as f64;
-                for (g, p) in grad[d1..].iter_mut().zip(data.psi_row(i)) {
-                    *g += a * p;
-                }
+                rt[j] = st.resid * st.sigma / n as f64;
+                rg[j] = st.resid * st.t / n as f64;
+                rl[j] = st.loss;
             }
-            (nll / n as f64, grad)
-        })
-        .collect();
-    for (&b, (nll, grad)) in which.iter().zip(updates) {
-        refits[b].nll = nll;
-        refits[b].grad = grad;
+        });
+    let gt = z_t_times::<f64>(data, &ct, k);
+    let gg = psi_t_times(data, &cg, k);
+    for (j, &b) in which.iter().enumerate() {
+        let r = &mut refits[b];
+        r.grad.clear();
+        r.grad
+            .extend(gt.column(j).iter().chain(gg.column(j).iter()));
+        debug_assert_eq!(r.grad.len(), d1 + data.d2());
+        r.nll = (0..n).map(|i| loss[i * k + j]).sum::<f64>() / n as f64;
     }
 }
 
@@ -301,17 +322,18 @@ fn hessian_products(
     // Single precision over z (see `Precision`); the coefficients are formed in f64.
     let pt: Vec<f32> = p.rows(0, d1).iter().map(|&v| v as f32).collect();
     let a = z_times::<f32>(data, &pt, k);
+    let pg: Vec<f64> = p.rows(d1, d2).iter().copied().collect();
+    let b = psi_times(data, &pg, k);
     let mut ct = vec![0.0f32; n * k];
     let mut cg = vec![0.0; n * k];
     ct.par_chunks_mut(k)
         .zip(cg.par_chunks_mut(k))
         .enumerate()
         .for_each(|(i, (rt, rg))| {
-            let psi = data.psi_row(i);
             for (j, refit) in terms.iter().enumerate() {
                 let st = &refit[i];
                 let ai = f64::from(a[i * k + j]);
-                let bi = (0..d2).map(|l| psi[l] * p[(d1 + l, j)]).sum::<f64>();
+                let bi = b[i * k + j];
                 let s = st.weight * (st.sigma * ai + st.t * bi);
                 let (x, y) = if observed[j] {
                     (s * st.sigma + st.resid * bi, s * st.t + st.resid * ai)
@@ -326,24 +348,7 @@ fn hessian_products(
     let mut out = DMatrix::<f64>::zeros(d1 + d2, k);
     out.rows_mut(0, d1).copy_from(&ht);
     if d2 > 0 {
-        let hg: Vec<Vec<f64>> = (0..k)
-            .into_par_iter()
-            .map(|j| {
-                let mut acc = vec![0.0; d2];
-                for i in 0..n {
-                    let c = cg[i * k + j];
-                    for (o, p) in acc.iter_mut().zip(data.psi_row(i)) {
-                        *o += c * p;
-                    }
-                }
-                acc
-            })
-            .collect();
-        for (j, col) in hg.iter().enumerate() {
-            for (l, v) in col.iter().enumerate() {
-                out[(d1 + l, j)] = *v;
-            }
-        }
+        out.rows_mut(d1, d2).copy_from(&psi_t_times(data, &cg, k));
     }
     out
 }
