@@ -14,7 +14,8 @@
 //! forcing of [`crate::fit::newton_cg`], the observed Hessian with Fisher scoring where the
 //! first CG direction meets non-positive curvature, the shared Armijo line search
 //! (`crate::fit::line_search::backtrack`, here along precomputed per-sample changes) and the
-//! shared stopping rule (`crate::fit::stop_reason`) — preconditioned by the expected
+//! shared stopping rule (`crate::fit::stop_reason`, on the gradient measured in standard
+//! errors, see [`batch`]) — preconditioned by the expected
 //! information at the common start, inverted once per calibration (`Preconditioner`): it does not
 //! depend on the labels, and the refits start at the truth they are drawn from and move about
 //! one standard error, so it is close to every refit's Hessian (the preconditioner only sets
@@ -77,7 +78,7 @@ impl Preconditioner {
     }
 
     /// `M^-1 R` for the stacked columns of `r` (`(d1 + d2) x k`).
-    fn apply(&self, r: &DMatrix<f64>) -> DMatrix<f64> {
+    pub(crate) fn apply(&self, r: &DMatrix<f64>) -> DMatrix<f64> {
         matmul(&self.inverse, r)
     }
 }
@@ -218,6 +219,9 @@ struct Refit {
     y: Vec<f64>,
     nll: f64,
     grad: Vec<f64>,
+    /// `M^-1 grad` (the preconditioned gradient: CG's first direction, and the metric of the
+    /// stopping rule).
+    pre_grad: Vec<f64>,
     iterations: usize,
     done: Option<Termination>,
 }
@@ -225,6 +229,15 @@ struct Refit {
 impl Refit {
     fn grad_norm(&self) -> f64 {
         dot(&self.grad, &self.grad).sqrt()
+    }
+    /// The gradient in standard errors, `sqrt(n grad^T M^-1 grad)`: to first order the
+    /// refit's distance to its optimum `M^-1 grad` bounds every linear functional's error,
+    /// `|phi . delta| <= sqrt(n grad^T M^-1 grad) SE(phi)` with `SE(phi)^2 = phi^T M^-1 phi / n`
+    /// (Cauchy–Schwarz in the information metric).
+    fn grad_in_standard_errors(&self) -> f64 {
+        (self.t.len() as f64 * dot(&self.grad, &self.pre_grad))
+            .max(0.0)
+            .sqrt()
     }
     /// Mean NLL at `t + tau dt`, `sigma + tau ds`.
     fn nll_at(&self, tau: f64, dt: &[f64], ds: &[f64]) -> f64 {
@@ -266,10 +279,10 @@ fn psi_times(data: &Dataset, v: &[f64], k: usize) -> Vec<f64> {
     out
 }
 
-/// Refreshes `nll` and the gradient of every refit in `which`: the per-sample terms once per
-/// sample and refit, then the gradient's theta block `Z^T C` and gamma block `Psi^T C'` as
-/// GEMMs.
-fn evaluate(data: &Dataset, refits: &mut [Refit], which: &[usize]) {
+/// Refreshes `nll`, the gradient and the preconditioned gradient of every refit in `which`:
+/// the per-sample terms once per sample and refit, then the gradient's theta block `Z^T C` and
+/// gamma block `Psi^T C'` as GEMMs, and `M^-1 G` as one more.
+fn evaluate(data: &Dataset, pre: &Preconditioner, refits: &mut [Refit], which: &[usize]) {
     let (n, d1) = (data.n(), data.d1());
     let k = which.len();
     if k == 0 {
@@ -300,6 +313,15 @@ fn evaluate(data: &Dataset, refits: &mut [Refit], which: &[usize]) {
             .extend(gt.column(j).iter().chain(gg.column(j).iter()));
         debug_assert_eq!(r.grad.len(), d1 + data.d2());
         r.nll = (0..n).map(|i| loss[i * k + j]).sum::<f64>() / n as f64;
+    }
+    let pg = pre.apply(&stack(
+        &which
+            .iter()
+            .map(|&b| &refits[b].grad[..])
+            .collect::<Vec<_>>(),
+    ));
+    for (j, &b) in which.iter().enumerate() {
+        refits[b].pre_grad = pg.column(j).iter().copied().collect();
     }
 }
 
@@ -394,13 +416,13 @@ fn directions(
     let mut cgs: Vec<Cg> = which
         .iter()
         .map(|&b| {
-            let g = &refits[b].grad;
-            let gnorm = dot(g, g).sqrt();
+            let r = &refits[b];
+            let gnorm = r.grad_norm();
             Cg {
-                x: vec![0.0; g.len()],
-                r: g.iter().map(|v| -v).collect(),
-                p: Vec::new(),
-                rz: 0.0,
+                x: vec![0.0; r.grad.len()],
+                r: r.grad.iter().map(|v| -v).collect(),
+                p: r.pre_grad.iter().map(|v| -v).collect(),
+                rz: dot(&r.grad, &r.pre_grad),
                 target: forcing(gnorm) * gnorm,
                 iterations: 0,
                 observed: true,
@@ -408,28 +430,20 @@ fn directions(
             }
         })
         .collect();
-    // Refits whose residual needs the preconditioner: (index into cgs, restart).
-    let mut pending: Vec<(usize, bool)> = (0..cgs.len()).map(|j| (j, true)).collect();
+    // Refits whose new residual needs the preconditioner (the first direction, from `x = 0`,
+    // is the refit's `-M^-1 g`, already at hand).
+    let mut pending: Vec<usize> = Vec::new();
     loop {
         if !pending.is_empty() {
-            let r = stack(
-                &pending
-                    .iter()
-                    .map(|&(j, _)| &cgs[j].r[..])
-                    .collect::<Vec<_>>(),
-            );
+            let r = stack(&pending.iter().map(|&j| &cgs[j].r[..]).collect::<Vec<_>>());
             let z = pre.apply(&r);
-            for (col, &(j, restart)) in pending.iter().enumerate() {
+            for (col, &j) in pending.iter().enumerate() {
                 let cg = &mut cgs[j];
                 let zj = z.column(col);
                 let rz_new = dot(&cg.r, zj.as_slice());
-                if restart {
-                    cg.p = zj.as_slice().to_vec();
-                } else {
-                    let beta = rz_new / cg.rz;
-                    for (p, z) in cg.p.iter_mut().zip(zj.iter()) {
-                        *p = z + beta * *p;
-                    }
+                let beta = rz_new / cg.rz;
+                for (p, z) in cg.p.iter_mut().zip(zj.iter()) {
+                    *p = z + beta * *p;
                 }
                 cg.rz = rz_new;
             }
@@ -452,10 +466,10 @@ fn directions(
             let php = dot(&cg.p, hpj.as_slice());
             if !(php > 0.0 && php.is_finite()) {
                 if cg.iterations == 1 && cg.observed {
-                    // Away from a minimum: Fisher scoring for this step.
+                    // Away from a minimum: Fisher scoring for this step (CG restarts from
+                    // `x = 0` along the same first direction).
                     cg.observed = false;
                     cg.iterations = 0;
-                    pending.push((j, true));
                 } else if cg.iterations == 1 {
                     // Even the Fisher direction is degenerate: the preconditioned gradient.
                     cg.result = Some(cg.p.clone());
@@ -476,7 +490,7 @@ fn directions(
             if dot(&cg.r, &cg.r).sqrt() <= cg.target || cg.iterations >= MAX_CG_ITERATIONS {
                 cg.result = Some(cg.x.clone());
             } else {
-                pending.push((j, false));
+                pending.push(j);
             }
         }
     }
@@ -486,7 +500,10 @@ fn directions(
 }
 
 /// Refits `start` to each label vector of `labels` (at most [`BATCH`], solved together) to the
-/// `limits` (gradient tolerance, Newton steps each): the refits' estimates and terminations.
+/// `limits` (Newton steps each, and the tolerance of the gradient measured **in standard
+/// errors**, `sqrt(n g^T M^-1 g)` with `M` the preconditioner's information: a refit stops
+/// when no linear functional of it is further than `limits.tol` of its standard errors from
+/// the refit's optimum, to first order): the refits' estimates and terminations.
 ///
 /// Errors: [`Error::Cancelled`].
 pub(crate) fn batch(
@@ -512,18 +529,25 @@ pub(crate) fn batch(
             y,
             nll: 0.0,
             grad: vec![0.0; d1 + d2],
+            pre_grad: Vec::new(),
             iterations: 0,
             done: None,
         })
         .collect();
     let all: Vec<usize> = (0..refits.len()).collect();
-    evaluate(data, &mut refits, &all);
+    evaluate(data, pre, &mut refits, &all);
     loop {
         for r in refits.iter_mut().filter(|r| r.done.is_none()) {
             r.done = if !finite_point(&r.params, r.nll, &r.grad) {
                 Some(Termination::Diverged)
             } else {
-                stop_reason(r.grad_norm(), r.nll, tol, r.iterations, max_iter)
+                stop_reason(
+                    r.grad_in_standard_errors(),
+                    r.nll,
+                    tol,
+                    r.iterations,
+                    max_iter,
+                )
             };
         }
         let active: Vec<usize> = all
@@ -586,7 +610,7 @@ pub(crate) fn batch(
             r.iterations += 1;
             moved.push(b);
         }
-        evaluate(data, &mut refits, &moved);
+        evaluate(data, pre, &mut refits, &moved);
     }
     Ok(refits
         .into_iter()
