@@ -23,7 +23,8 @@
 //! `theta = 0`, rescaled) it cuts CG iterations by ~35% at the paper's shape (BENCHMARKS.md).
 //!
 //! The Hessian products run in single precision over z (f32 GEMMs, coefficients formed in
-//! f64): they only steer CG, whose relative residual target `forcing(|g|)` stays far above
+//! f64; in f64 for a few refits over z stored in f64, whose GEMMs are bound by reading z and
+//! gain nothing from a conversion pass): they only steer CG, whose relative residual target `forcing(|g|)` stays far above
 //! f32's error; the gradients and the line search's `Z D`, which define the optimum, stay in
 //! f64. The per-sample terms of each refit (an exp and a log each) are computed once per
 //! Newton step, not once per Hessian product.
@@ -56,6 +57,11 @@ const ROW_BLOCK: usize = 512;
 const COL_BLOCK: usize = 128;
 /// Rows of z converted at a time (z stored in the other precision) in `Z^T C`.
 const WIDEN_ROWS: usize = 1024;
+/// Fewest running refits whose Hessian products convert z stored in `f64` to `f32`: a few
+/// refits' GEMMs are bound by reading z, and a conversion pass costs more than the `f64`
+/// GEMM it replaces (the resized bootstrap's shrink search, 4 refits, at the paper's scale:
+/// 0.56 s per lockstep CG iteration against 0.84 s for a batch of 100).
+const F32_MIN_REFITS: usize = 16;
 
 /// The batch's preconditioner: the inverse of the expected information at the common start
 /// (every block exact there; one Gram product of `n (d1 + d2)^2 / 2` flops and an inverse of
@@ -332,8 +338,24 @@ fn stack(cols: &[&[f64]]) -> DMatrix<f64> {
 }
 
 /// `H_b p_b` for the running refits, given their per-sample `terms` at the current point
-/// (observed or expected Hessian per refit): two GEMMs.
+/// (observed or expected Hessian per refit): two GEMMs over z, in single precision (see
+/// `Precision`) unless z is stored in `f64` and fewer than [`F32_MIN_REFITS`] refits run.
 fn hessian_products(
+    data: &Dataset,
+    terms: &[&[SampleTerms]],
+    observed: &[bool],
+    p: &DMatrix<f64>,
+) -> DMatrix<f64> {
+    if f64::stored(&data.features()).is_some() && terms.len() < F32_MIN_REFITS {
+        hessian_products_in::<f64>(data, terms, observed, p)
+    } else {
+        hessian_products_in::<f32>(data, terms, observed, p)
+    }
+}
+
+/// [`hessian_products`] with the GEMMs over z in precision `T` (the coefficients are formed in
+/// f64).
+fn hessian_products_in<T: Precision>(
     data: &Dataset,
     terms: &[&[SampleTerms]],
     observed: &[bool],
@@ -341,12 +363,11 @@ fn hessian_products(
 ) -> DMatrix<f64> {
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
     let k = terms.len();
-    // Single precision over z (see `Precision`); the coefficients are formed in f64.
-    let pt: Vec<f32> = p.rows(0, d1).iter().map(|&v| v as f32).collect();
-    let a = z_times::<f32>(data, &pt, k);
+    let pt: Vec<T> = p.rows(0, d1).iter().map(|&v| T::from_f64(v)).collect();
+    let a = z_times::<T>(data, &pt, k);
     let pg: Vec<f64> = p.rows(d1, d2).iter().copied().collect();
     let b = psi_times(data, &pg, k);
-    let mut ct = vec![0.0f32; n * k];
+    let mut ct = vec![T::default(); n * k];
     let mut cg = vec![0.0; n * k];
     ct.par_chunks_mut(k)
         .zip(cg.par_chunks_mut(k))
@@ -354,7 +375,7 @@ fn hessian_products(
         .for_each(|(i, (rt, rg))| {
             for (j, refit) in terms.iter().enumerate() {
                 let st = &refit[i];
-                let ai = f64::from(a[i * k + j]);
+                let ai = a[i * k + j].to_f64();
                 let bi = b[i * k + j];
                 let s = st.weight * (st.sigma * ai + st.t * bi);
                 let (x, y) = if observed[j] {
@@ -362,11 +383,11 @@ fn hessian_products(
                 } else {
                     (s * st.sigma, s * st.t)
                 };
-                rt[j] = (x / n as f64) as f32;
+                rt[j] = T::from_f64(x / n as f64);
                 rg[j] = y / n as f64;
             }
         });
-    let ht = z_t_times::<f32>(data, &ct, k);
+    let ht = z_t_times::<T>(data, &ct, k);
     let mut out = DMatrix::<f64>::zeros(d1 + d2, k);
     out.rows_mut(0, d1).copy_from(&ht);
     if d2 > 0 {
