@@ -77,14 +77,36 @@ fn fit_costs(
             wald = t;
         }
         let c = model.calibration();
+        // The draws' mean spread per coordinate (what the intervals' widths follow): a change
+        // of the refits' solver must leave it and alpha_hat in place.
+        let d1 = data.d1();
+        let spread = if c.reps() > 0 {
+            (0..d1)
+                .map(|j| {
+                    let col: Vec<f64> = c
+                        .theta_draws()
+                        .chunks_exact(d1)
+                        .map(|r| f64::from(r[j]))
+                        .collect();
+                    let m = col.iter().sum::<f64>() / col.len() as f64;
+                    (col.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (col.len() - 1) as f64)
+                        .sqrt()
+                })
+                .sum::<f64>()
+                / d1 as f64
+        } else {
+            0.0
+        };
         println!(
-            "{label} | {} | B = {} | {:.4} s | {:.1}x Wald | diverged {} | alpha_hat {:.3}",
+            "{label} | {} | B = {} | {:.4} s | {:.1}x Wald | diverged {} | alpha_hat {:.5} | \
+             mean SD* {:.5}",
             method.name(),
             c.reps(),
             t,
             t / wald,
             c.diverged(),
-            c.alpha_hat()
+            c.alpha_hat(),
+            spread
         );
     }
 }

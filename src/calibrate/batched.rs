@@ -14,7 +14,8 @@
 //! forcing of [`crate::fit::newton_cg`], the observed Hessian with Fisher scoring where the
 //! first CG direction meets non-positive curvature, the shared Armijo line search
 //! (`crate::fit::line_search::backtrack`, here along precomputed per-sample changes) and the
-//! shared stopping rule (`crate::fit::stop_reason`) — preconditioned by the expected
+//! shared stopping rule (`crate::fit::stop_reason`, on the gradient measured in standard
+//! errors, see [`batch`]) — preconditioned by the expected
 //! information at the common start, inverted once per calibration (`Preconditioner`): it does not
 //! depend on the labels, and the refits start at the truth they are drawn from and move about
 //! one standard error, so it is close to every refit's Hessian (the preconditioner only sets
@@ -22,7 +23,8 @@
 //! `theta = 0`, rescaled) it cuts CG iterations by ~35% at the paper's shape (BENCHMARKS.md).
 //!
 //! The Hessian products run in single precision over z (f32 GEMMs, coefficients formed in
-//! f64): they only steer CG, whose relative residual target `forcing(|g|)` stays far above
+//! f64; in f64 for a few refits over z stored in f64, whose GEMMs are bound by reading z and
+//! gain nothing from a conversion pass): they only steer CG, whose relative residual target `forcing(|g|)` stays far above
 //! f32's error; the gradients and the line search's `Z D`, which define the optimum, stay in
 //! f64. The per-sample terms of each refit (an exp and a log each) are computed once per
 //! Newton step, not once per Hessian product.
@@ -55,6 +57,11 @@ const ROW_BLOCK: usize = 512;
 const COL_BLOCK: usize = 128;
 /// Rows of z converted at a time (z stored in the other precision) in `Z^T C`.
 const WIDEN_ROWS: usize = 1024;
+/// Fewest running refits whose Hessian products convert z stored in `f64` to `f32`: a few
+/// refits' GEMMs are bound by reading z, and a conversion pass costs more than the `f64`
+/// GEMM it replaces (the resized bootstrap's shrink search, 4 refits, at the paper's scale:
+/// 0.56 s per lockstep CG iteration against 0.84 s for a batch of 100).
+const F32_MIN_REFITS: usize = 16;
 
 /// The batch's preconditioner: the inverse of the expected information at the common start
 /// (every block exact there; one Gram product of `n (d1 + d2)^2 / 2` flops and an inverse of
@@ -77,7 +84,7 @@ impl Preconditioner {
     }
 
     /// `M^-1 R` for the stacked columns of `r` (`(d1 + d2) x k`).
-    fn apply(&self, r: &DMatrix<f64>) -> DMatrix<f64> {
+    pub(crate) fn apply(&self, r: &DMatrix<f64>) -> DMatrix<f64> {
         matmul(&self.inverse, r)
     }
 }
@@ -218,6 +225,9 @@ struct Refit {
     y: Vec<f64>,
     nll: f64,
     grad: Vec<f64>,
+    /// `M^-1 grad` (the preconditioned gradient: CG's first direction, and the metric of the
+    /// stopping rule).
+    pre_grad: Vec<f64>,
     iterations: usize,
     done: Option<Termination>,
 }
@@ -225,6 +235,15 @@ struct Refit {
 impl Refit {
     fn grad_norm(&self) -> f64 {
         dot(&self.grad, &self.grad).sqrt()
+    }
+    /// The gradient in standard errors, `sqrt(n grad^T M^-1 grad)`: to first order the
+    /// refit's distance to its optimum `M^-1 grad` bounds every linear functional's error,
+    /// `|phi . delta| <= sqrt(n grad^T M^-1 grad) SE(phi)` with `SE(phi)^2 = phi^T M^-1 phi / n`
+    /// (Cauchy–Schwarz in the information metric).
+    fn grad_in_standard_errors(&self) -> f64 {
+        (self.t.len() as f64 * dot(&self.grad, &self.pre_grad))
+            .max(0.0)
+            .sqrt()
     }
     /// Mean NLL at `t + tau dt`, `sigma + tau ds`.
     fn nll_at(&self, tau: f64, dt: &[f64], ds: &[f64]) -> f64 {
@@ -241,44 +260,74 @@ impl Refit {
     }
 }
 
-/// Refreshes `nll` and the gradient of every refit in `which` (one `Z^T C` GEMM).
-fn evaluate(data: &Dataset, refits: &mut [Refit], which: &[usize]) {
-    let (n, d1, d2) = (data.n(), data.d1(), data.d2());
+/// `Psi^T C` for `c` `n x k` row-major: `d2 x k` column-major (one sequential GEMM; d2 is small).
+fn psi_t_times(data: &Dataset, c: &[f64], k: usize) -> DMatrix<f64> {
+    let (n, d2) = (data.n(), data.d2());
+    let mut out = vec![0.0; d2 * k]; // d2 x k row-major
+    if d2 > 0 && k > 0 {
+        gemm_tn_block_add(&mut out, data.psi(), d2, (0, n), (0, d2), c, k);
+    }
+    DMatrix::from_row_slice(d2, k, &out)
+}
+
+/// `Psi V` for `v` `d2 x k` column-major: `n x k` row-major (fixed row blocks).
+fn psi_times(data: &Dataset, v: &[f64], k: usize) -> Vec<f64> {
+    let (n, d2) = (data.n(), data.d2());
+    let mut out = vec![0.0; n * k];
+    if d2 > 0 && k > 0 {
+        out.par_chunks_mut(ROW_BLOCK * k)
+            .enumerate()
+            .for_each(|(blk, c)| {
+                let (r0, rows) = (blk * ROW_BLOCK, c.len() / k);
+                gemm_row_block(c, &data.psi()[r0 * d2..(r0 + rows) * d2], rows, v, k);
+            });
+    }
+    out
+}
+
+/// Refreshes `nll`, the gradient and the preconditioned gradient of every refit in `which`:
+/// the per-sample terms once per sample and refit, then the gradient's theta block `Z^T C` and
+/// gamma block `Psi^T C'` as GEMMs, and `M^-1 G` as one more.
+fn evaluate(data: &Dataset, pre: &Preconditioner, refits: &mut [Refit], which: &[usize]) {
+    let (n, d1) = (data.n(), data.d1());
     let k = which.len();
     if k == 0 {
         return;
     }
-    let mut c = vec![0.0; n * k];
-    c.par_chunks_mut(k).enumerate().for_each(|(i, row)| {
-        for (j, &b) in which.iter().enumerate() {
-            let r = &refits[b];
-            let st = sample_terms(r.t[i], r.sigma[i], r.y[i]);
-            row[j] = st.resid * st.sigma / n as f64;
-        }
-    });
-    let gt = z_t_times::<f64>(data, &c, k);
-    let updates: Vec<(f64, Vec<f64>)> = which
-        .par_iter()
+    let mut ct = vec![0.0; n * k];
+    let mut cg = vec![0.0; n * k];
+    let mut loss = vec![0.0; n * k];
+    ct.par_chunks_mut(k)
+        .zip(cg.par_chunks_mut(k))
+        .zip(loss.par_chunks_mut(k))
         .enumerate()
-        .map(|(j, &b)| {
-            let r = &refits[b];
-            let mut grad = vec![0.0; d1 + d2];
-            grad[..d1].copy_from_slice(gt.column(j).as_slice());
-            let mut nll = 0.0;
-            for i in 0..n {
+        .for_each(|(i, ((rt, rg), rl))| {
+            for (j, &b) in which.iter().enumerate() {
+                let r = &refits[b];
                 let st = sample_terms(r.t[i], r.sigma[i], r.y[i]);
-                nll += st.loss;
-                let a = st.resid * st.t / n as f64;
-                for (g, p) in grad[d1..].iter_mut().zip(data.psi_row(i)) {
-                    *g += a * p;
-                }
+                rt[j] = st.resid * st.sigma / n as f64;
+                rg[j] = st.resid * st.t / n as f64;
+                rl[j] = st.loss;
             }
-            (nll / n as f64, grad)
-        })
-        .collect();
-    for (&b, (nll, grad)) in which.iter().zip(updates) {
-        refits[b].nll = nll;
-        refits[b].grad = grad;
+        });
+    let gt = z_t_times::<f64>(data, &ct, k);
+    let gg = psi_t_times(data, &cg, k);
+    for (j, &b) in which.iter().enumerate() {
+        let r = &mut refits[b];
+        r.grad.clear();
+        r.grad
+            .extend(gt.column(j).iter().chain(gg.column(j).iter()));
+        debug_assert_eq!(r.grad.len(), d1 + data.d2());
+        r.nll = (0..n).map(|i| loss[i * k + j]).sum::<f64>() / n as f64;
+    }
+    let pg = pre.apply(&stack(
+        &which
+            .iter()
+            .map(|&b| &refits[b].grad[..])
+            .collect::<Vec<_>>(),
+    ));
+    for (j, &b) in which.iter().enumerate() {
+        refits[b].pre_grad = pg.column(j).iter().copied().collect();
     }
 }
 
@@ -289,8 +338,24 @@ fn stack(cols: &[&[f64]]) -> DMatrix<f64> {
 }
 
 /// `H_b p_b` for the running refits, given their per-sample `terms` at the current point
-/// (observed or expected Hessian per refit): two GEMMs.
+/// (observed or expected Hessian per refit): two GEMMs over z, in single precision (see
+/// `Precision`) unless z is stored in `f64` and fewer than [`F32_MIN_REFITS`] refits run.
 fn hessian_products(
+    data: &Dataset,
+    terms: &[&[SampleTerms]],
+    observed: &[bool],
+    p: &DMatrix<f64>,
+) -> DMatrix<f64> {
+    if f64::stored(&data.features()).is_some() && terms.len() < F32_MIN_REFITS {
+        hessian_products_in::<f64>(data, terms, observed, p)
+    } else {
+        hessian_products_in::<f32>(data, terms, observed, p)
+    }
+}
+
+/// [`hessian_products`] with the GEMMs over z in precision `T` (the coefficients are formed in
+/// f64).
+fn hessian_products_in<T: Precision>(
     data: &Dataset,
     terms: &[&[SampleTerms]],
     observed: &[bool],
@@ -298,52 +363,35 @@ fn hessian_products(
 ) -> DMatrix<f64> {
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
     let k = terms.len();
-    // Single precision over z (see `Precision`); the coefficients are formed in f64.
-    let pt: Vec<f32> = p.rows(0, d1).iter().map(|&v| v as f32).collect();
-    let a = z_times::<f32>(data, &pt, k);
-    let mut ct = vec![0.0f32; n * k];
+    let pt: Vec<T> = p.rows(0, d1).iter().map(|&v| T::from_f64(v)).collect();
+    let a = z_times::<T>(data, &pt, k);
+    let pg: Vec<f64> = p.rows(d1, d2).iter().copied().collect();
+    let b = psi_times(data, &pg, k);
+    let mut ct = vec![T::default(); n * k];
     let mut cg = vec![0.0; n * k];
     ct.par_chunks_mut(k)
         .zip(cg.par_chunks_mut(k))
         .enumerate()
         .for_each(|(i, (rt, rg))| {
-            let psi = data.psi_row(i);
             for (j, refit) in terms.iter().enumerate() {
                 let st = &refit[i];
-                let ai = f64::from(a[i * k + j]);
-                let bi = (0..d2).map(|l| psi[l] * p[(d1 + l, j)]).sum::<f64>();
+                let ai = a[i * k + j].to_f64();
+                let bi = b[i * k + j];
                 let s = st.weight * (st.sigma * ai + st.t * bi);
                 let (x, y) = if observed[j] {
                     (s * st.sigma + st.resid * bi, s * st.t + st.resid * ai)
                 } else {
                     (s * st.sigma, s * st.t)
                 };
-                rt[j] = (x / n as f64) as f32;
+                rt[j] = T::from_f64(x / n as f64);
                 rg[j] = y / n as f64;
             }
         });
-    let ht = z_t_times::<f32>(data, &ct, k);
+    let ht = z_t_times::<T>(data, &ct, k);
     let mut out = DMatrix::<f64>::zeros(d1 + d2, k);
     out.rows_mut(0, d1).copy_from(&ht);
     if d2 > 0 {
-        let hg: Vec<Vec<f64>> = (0..k)
-            .into_par_iter()
-            .map(|j| {
-                let mut acc = vec![0.0; d2];
-                for i in 0..n {
-                    let c = cg[i * k + j];
-                    for (o, p) in acc.iter_mut().zip(data.psi_row(i)) {
-                        *o += c * p;
-                    }
-                }
-                acc
-            })
-            .collect();
-        for (j, col) in hg.iter().enumerate() {
-            for (l, v) in col.iter().enumerate() {
-                out[(d1 + l, j)] = *v;
-            }
-        }
+        out.rows_mut(d1, d2).copy_from(&psi_t_times(data, &cg, k));
     }
     out
 }
@@ -389,13 +437,13 @@ fn directions(
     let mut cgs: Vec<Cg> = which
         .iter()
         .map(|&b| {
-            let g = &refits[b].grad;
-            let gnorm = dot(g, g).sqrt();
+            let r = &refits[b];
+            let gnorm = r.grad_norm();
             Cg {
-                x: vec![0.0; g.len()],
-                r: g.iter().map(|v| -v).collect(),
-                p: Vec::new(),
-                rz: 0.0,
+                x: vec![0.0; r.grad.len()],
+                r: r.grad.iter().map(|v| -v).collect(),
+                p: r.pre_grad.iter().map(|v| -v).collect(),
+                rz: dot(&r.grad, &r.pre_grad),
                 target: forcing(gnorm) * gnorm,
                 iterations: 0,
                 observed: true,
@@ -403,28 +451,20 @@ fn directions(
             }
         })
         .collect();
-    // Refits whose residual needs the preconditioner: (index into cgs, restart).
-    let mut pending: Vec<(usize, bool)> = (0..cgs.len()).map(|j| (j, true)).collect();
+    // Refits whose new residual needs the preconditioner (the first direction, from `x = 0`,
+    // is the refit's `-M^-1 g`, already at hand).
+    let mut pending: Vec<usize> = Vec::new();
     loop {
         if !pending.is_empty() {
-            let r = stack(
-                &pending
-                    .iter()
-                    .map(|&(j, _)| &cgs[j].r[..])
-                    .collect::<Vec<_>>(),
-            );
+            let r = stack(&pending.iter().map(|&j| &cgs[j].r[..]).collect::<Vec<_>>());
             let z = pre.apply(&r);
-            for (col, &(j, restart)) in pending.iter().enumerate() {
+            for (col, &j) in pending.iter().enumerate() {
                 let cg = &mut cgs[j];
                 let zj = z.column(col);
                 let rz_new = dot(&cg.r, zj.as_slice());
-                if restart {
-                    cg.p = zj.as_slice().to_vec();
-                } else {
-                    let beta = rz_new / cg.rz;
-                    for (p, z) in cg.p.iter_mut().zip(zj.iter()) {
-                        *p = z + beta * *p;
-                    }
+                let beta = rz_new / cg.rz;
+                for (p, z) in cg.p.iter_mut().zip(zj.iter()) {
+                    *p = z + beta * *p;
                 }
                 cg.rz = rz_new;
             }
@@ -447,10 +487,10 @@ fn directions(
             let php = dot(&cg.p, hpj.as_slice());
             if !(php > 0.0 && php.is_finite()) {
                 if cg.iterations == 1 && cg.observed {
-                    // Away from a minimum: Fisher scoring for this step.
+                    // Away from a minimum: Fisher scoring for this step (CG restarts from
+                    // `x = 0` along the same first direction).
                     cg.observed = false;
                     cg.iterations = 0;
-                    pending.push((j, true));
                 } else if cg.iterations == 1 {
                     // Even the Fisher direction is degenerate: the preconditioned gradient.
                     cg.result = Some(cg.p.clone());
@@ -471,7 +511,7 @@ fn directions(
             if dot(&cg.r, &cg.r).sqrt() <= cg.target || cg.iterations >= MAX_CG_ITERATIONS {
                 cg.result = Some(cg.x.clone());
             } else {
-                pending.push((j, false));
+                pending.push(j);
             }
         }
     }
@@ -481,7 +521,10 @@ fn directions(
 }
 
 /// Refits `start` to each label vector of `labels` (at most [`BATCH`], solved together) to the
-/// `limits` (gradient tolerance, Newton steps each): the refits' estimates and terminations.
+/// `limits` (Newton steps each, and the tolerance of the gradient measured **in standard
+/// errors**, `sqrt(n g^T M^-1 g)` with `M` the preconditioner's information: a refit stops
+/// when no linear functional of it is further than `limits.tol` of its standard errors from
+/// the refit's optimum, to first order): the refits' estimates and terminations.
 ///
 /// Errors: [`Error::Cancelled`].
 pub(crate) fn batch(
@@ -507,18 +550,25 @@ pub(crate) fn batch(
             y,
             nll: 0.0,
             grad: vec![0.0; d1 + d2],
+            pre_grad: Vec::new(),
             iterations: 0,
             done: None,
         })
         .collect();
     let all: Vec<usize> = (0..refits.len()).collect();
-    evaluate(data, &mut refits, &all);
+    evaluate(data, pre, &mut refits, &all);
     loop {
         for r in refits.iter_mut().filter(|r| r.done.is_none()) {
             r.done = if !finite_point(&r.params, r.nll, &r.grad) {
                 Some(Termination::Diverged)
             } else {
-                stop_reason(r.grad_norm(), r.nll, tol, r.iterations, max_iter)
+                stop_reason(
+                    r.grad_in_standard_errors(),
+                    r.nll,
+                    tol,
+                    r.iterations,
+                    max_iter,
+                )
             };
         }
         let active: Vec<usize> = all
@@ -581,7 +631,7 @@ pub(crate) fn batch(
             r.iterations += 1;
             moved.push(b);
         }
-        evaluate(data, &mut refits, &moved);
+        evaluate(data, pre, &mut refits, &moved);
     }
     Ok(refits
         .into_iter()

@@ -390,7 +390,7 @@ fn batched_refits_match_single_refits() {
         let pre = super::batched::Preconditioner::at(&data, &hat);
         let draw = |b| draws::labels(&u, 3, draws::Stream::Bootstrap, b);
         let together =
-            draws::batched_refits(&data, &pre, &hat, reps, draw, limits(1e-10, 50), None).unwrap();
+            draws::batched_refits(&data, &pre, &hat, reps, draw, limits(1e-8, 50), None).unwrap();
         for (b, (p, converged)) in together.iter().enumerate() {
             let sample = data.with_labels(draws::labels(&u, 3, draws::Stream::Bootstrap, b));
             let one =
@@ -414,6 +414,52 @@ fn batched_refits_match_single_refits() {
                 .any(|(a, b)| (a - b).abs() > 1e-3));
         }
     }
+}
+
+/// The batched refits' stopping rule keeps its promise: refits stopped at
+/// [`draws::REFIT_SE_TOL`] (gradient in standard errors of the information at the start `M`)
+/// lie within a few times that many standard errors (`SE(phi)^2 = phi^T M^-1 phi / n`) of
+/// their tight optima, for every coordinate and for the direction of the estimate
+/// (`alpha_hat`'s functional). The bound is exact in the metric of the refit's own Hessian;
+/// measured in `M`'s it grows by their mismatch, largest where the refits move furthest from
+/// the start: 0.033 standard errors here, at d1 / n = 0.2 (the paper's shape is 0.06). And they
+/// do stop short of the tight optima (the rule saves Newton steps).
+#[test]
+fn batched_refits_stop_within_their_standard_error_tolerance() {
+    let (data, hat, u) = large_problem(false);
+    let pre = super::batched::Preconditioner::at(&data, &hat);
+    let (n, d1, d2) = (data.n(), data.d1(), data.d2());
+    let draw = |b| draws::labels(&u, 5, draws::Stream::Resized, b);
+    let run = |tol| draws::batched_refits(&data, &pre, &hat, 4, draw, limits(tol, 50), None);
+    let loose = run(draws::REFIT_SE_TOL).unwrap();
+    let tight = run(1e-8).unwrap();
+    let mut phis: Vec<Vec<f64>> = (0..d1 + d2)
+        .map(|c| (0..d1 + d2).map(|r| f64::from(u8::from(r == c))).collect())
+        .collect();
+    phis.push(hat.stacked());
+    let se = |phi: &[f64]| {
+        let m = pre.apply(&nalgebra::DMatrix::from_column_slice(phi.len(), 1, phi));
+        (crate::linalg::dot(phi, m.as_slice()) / n as f64).sqrt()
+    };
+    let mut worst = 0.0f64;
+    for ((a, ca), (b, cb)) in loose.iter().zip(&tight) {
+        assert!(*ca && *cb);
+        let delta: Vec<f64> = a
+            .stacked()
+            .iter()
+            .zip(b.stacked())
+            .map(|(x, y)| x - y)
+            .collect();
+        for phi in &phis {
+            worst = worst.max(crate::linalg::dot(phi, &delta).abs() / se(phi));
+        }
+    }
+    assert!(
+        worst <= 5.0 * draws::REFIT_SE_TOL,
+        "a functional moved {worst} standard errors"
+    );
+    // The loose refits did stop short of the tight optimum (the test is not vacuous).
+    assert!(worst > 0.0);
 }
 
 /// The batched refits give bit-identical draws on 1 and 3 threads.
