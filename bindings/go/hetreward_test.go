@@ -858,3 +858,51 @@ func TestIntervalsAutoAndWaldCopy(t *testing.T) {
 		t.Fatal("B = 5 accepted")
 	}
 }
+
+func TestHeterogeneity(t *testing.T) {
+	// Comparisons independent given the covariates: design effects near 1 and no warning;
+	// the summary is the coefficient with the largest standardised excess; a dataset without
+	// cluster ids is refused by name.
+	d := makeData(300, 5)
+	ds := mustDataset(t, d)
+	m := fit(t, ds, hetreward.DefaultFitParams())
+	h, err := m.Heterogeneity(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.D1() + m.D2()
+	if h.Clusters != 20 || len(h.DesignEffects) != p || len(h.EffectiveClusters) != p {
+		t.Fatalf("shape: %+v", h)
+	}
+	worst, best := -1, math.Inf(-1)
+	for j := 0; j < p; j++ {
+		if k := h.EffectiveClusters[j]; k < 1 || k > 19 {
+			t.Fatalf("effective clusters[%d] = %v", j, k)
+		}
+		if de := h.DesignEffects[j]; de < 0.3 || de > 2.5 {
+			t.Fatalf("design effect[%d] = %v", j, de)
+		}
+		excess := (h.DesignEffects[j] - 1) / math.Sqrt(2/h.EffectiveClusters[j])
+		if excess > best {
+			worst, best = j, excess
+		}
+	}
+	if h.Worst != worst || math.Abs(h.ExcessZ-best) > 1e-12*math.Max(1, math.Abs(best)) {
+		t.Fatalf("worst %d (excess %v), want %d (%v)", h.Worst, h.ExcessZ, worst, best)
+	}
+	if h.WorstDesignEffect != h.DesignEffects[worst] {
+		t.Fatalf("worst design effect %v, want %v", h.WorstDesignEffect, h.DesignEffects[worst])
+	}
+	coverage := math.Erf(1.959963984540054 / math.Sqrt(2*h.WorstDesignEffect))
+	if math.Abs(h.IndependentCoverage-coverage) > 1e-9 || h.Warning {
+		t.Fatalf("coverage %v (want %v), warning %v", h.IndependentCoverage, coverage, h.Warning)
+	}
+	d.cluster = nil
+	plain := mustDataset(t, d)
+	_, err = m.Heterogeneity(plain)
+	statusOf(t, err, hetreward.StatusInvalidArgument, "cluster")
+	plain.Close()
+	if _, err := m.Heterogeneity(plain); !errors.Is(err, hetreward.ErrClosed) {
+		t.Fatalf("closed dataset: %v", err)
+	}
+}
