@@ -3,8 +3,8 @@
 //! nothing itself.
 //!
 //! Exit codes: 0 success; 2 bad input (arguments, data, files) and failures to write an output
-//! (a file or standard output: full disk, I/O error); 3 `--require-converged` and the fit did not
-//! converge; 1 any other failure (singular information, internal error); 141 (= 128 + SIGPIPE,
+//! (a file or standard output: full disk, I/O error); 3 not converged (`--require-converged` and the fit
+//! missed its tolerance, or a step that must converge did not); 1 any other failure (singular information, internal error); 141 (= 128 + SIGPIPE,
 //! what a shell reports for a program killed by SIGPIPE) silently, when the reader of standard
 //! output went away (a closed pipe, e.g. `| head`) — nothing after that point happens, so `fit`
 //! then publishes no file.
@@ -52,8 +52,9 @@ Examples:
   hetreward select model.hrm candidates.safetensors --policy pbon --json
 
 Exit codes: 0 ok; 1 internal failure (e.g. singular information); 2 bad input (arguments, data,
-files) or an output that cannot be written (a file, or stdout: e.g. a full disk); 3
---require-converged and the fit did not converge; 141 (= 128 + SIGPIPE, no message) the reader of
+files) or an output that cannot be written (a file, or stdout: e.g. a full disk); 3 not
+converged (--require-converged and the fit missed its tolerance, or a step that must converge
+did not); 141 (= 128 + SIGPIPE, no message) the reader of
 stdout closed the pipe (e.g. `| head`): the command stops there and fit publishes no file.
 fit never overwrites its input (--out or --report the same file as DATA, or --report the same
 as --out, by identity: links and ./ included, is exit 2), writes only to absent or writable
@@ -360,9 +361,17 @@ enum Failure {
 }
 
 impl From<Error> for Failure {
+    /// The exit code of docs/errors.md's table: 2 bad input, 3 not converged
+    /// (HETREWARD_NOT_CONVERGED: --require-converged and the tolerance not met, or a resized
+    /// bootstrap that cannot estimate its inflation), 1 any other failure.
     fn from(e: Error) -> Self {
+        let code = match e {
+            Error::NotConverged { .. } => 3,
+            ref e if e.is_bad_input() => 2,
+            _ => 1,
+        };
         Failure::Error {
-            code: if e.is_bad_input() { 2 } else { 1 },
+            code,
             message: e.to_string(),
         }
     }
@@ -604,16 +613,8 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         require_converged: args.require_converged,
     }
     .check()?;
-    let model = with_progress(|control| estimator.estimate(&data, control)).map_err(|e| {
-        match e {
-            // --require-converged: exit 3, nothing written (docs/errors.md).
-            Error::NotConverged { .. } if args.require_converged => Failure::Error {
-                code: 3,
-                message: e.to_string(),
-            },
-            e => e.into(),
-        }
-    })?;
+    // --require-converged and the tolerance not met: exit 3, nothing written.
+    let model = with_progress(|control| estimator.estimate(&data, control))?;
     let r = model.report();
     if !r.converged {
         warn(&format!("not converged: {}", r.shortfall()));
