@@ -324,6 +324,17 @@ impl Dataset {
         self.cluster.as_deref()
     }
 
+    /// The distinct cluster ids in increasing order and, for each, its rows in increasing
+    /// order; `None` without cluster ids. The one grouping every per-cluster computation reads.
+    pub(crate) fn cluster_rows(&self) -> Option<(Vec<i64>, Vec<Vec<usize>>)> {
+        let ids = self.cluster.as_deref()?;
+        let mut map: std::collections::BTreeMap<i64, Vec<usize>> = Default::default();
+        for (i, &c) in ids.iter().enumerate() {
+            map.entry(c).or_default().push(i);
+        }
+        Some(map.into_iter().unzip())
+    }
+
     /// The same covariates (shared, not copied: `O(n)` memory for the labels only) with new
     /// labels `y` — a parametric bootstrap sample. Labels are not re-validated: the caller
     /// draws them as 0.0 / 1.0.

@@ -19,7 +19,6 @@ use crate::linalg::{axpy, gemm_tn_rows, gram, gram_f32, Element, Scalar};
 use crate::model::{rationality, sample_terms, sample_terms_without_loss, Params, SampleTerms};
 use crate::parallel::{chunked_sum, chunked_sum_with_rows};
 use nalgebra::DMatrix;
-use std::collections::BTreeMap;
 
 /// Runs `$body` with `$z` bound to the feature matrix as `&[f64]` or `&[f32]` (the body is
 /// compiled for both storage precisions).
@@ -249,14 +248,7 @@ pub struct Evaluation {
 /// [`nll_and_gradient`] plus the per-sample terms, in one pass over the data.
 pub fn evaluate(data: &Dataset, params: &Params) -> Evaluation {
     let p = data.n_params();
-    let blank = SampleTerms {
-        t: 0.0,
-        sigma: 0.0,
-        loss: 0.0,
-        resid: 0.0,
-        weight: 0.0,
-    };
-    let mut per_row = vec![blank; data.n()];
+    let mut per_row = vec![SampleTerms::default(); data.n()];
     let total = with_features!(data, |z| chunked_sum_with_rows(
         data.n(),
         p + 1,
@@ -477,19 +469,25 @@ fn z_psi_sum<T: Element>(
     c: impl Fn(usize, &[T]) -> f64 + Sync,
 ) -> DMatrix<f64> {
     let (d1, d2) = (data.d1(), data.d2());
-    // Column k of the result is acc[k * d1..(k + 1) * d1].
     let acc = chunked_sum(data.n(), d1 * d2, |rows, acc| {
         for i in rows {
             let zi = row(z, d1, i);
-            let ci = c(i, zi);
-            for (k, &ps) in data.psi_row(i).iter().enumerate() {
-                if ps != 0.0 {
-                    Element::axpy_row(ci * ps, zi, &mut acc[k * d1..(k + 1) * d1]);
-                }
-            }
+            add_z_psi_row(data, i, c(i, zi), zi, acc);
         }
     });
     DMatrix::from_vec(d1, d2, acc) / data.n() as f64
+}
+
+/// `acc += c z_i psi_i^T` for row `i` (`zi` its z), `acc` a column-major `d1 x d2` buffer
+/// (column `k` is `acc[k * d1..(k + 1) * d1]`): one axpy of `z_i` per non-zero `psi_ik`.
+#[inline(always)]
+fn add_z_psi_row<T: Element>(data: &Dataset, i: usize, c: f64, zi: &[T], acc: &mut [f64]) {
+    let d1 = zi.len();
+    for (k, &ps) in data.psi_row(i).iter().enumerate() {
+        if ps != 0.0 {
+            Element::axpy_row(c * ps, zi, &mut acc[k * d1..(k + 1) * d1]);
+        }
+    }
 }
 
 /// The cross block of the expected information `I_tg = (1/n) sum w_i sigma_i t_i z_i psi_i^T`
@@ -537,20 +535,36 @@ pub(crate) fn gamma_information(data: &Dataset, terms: &[SampleTerms]) -> DMatri
 /// The blocks of the second-order matrices at `params` that involve gamma, in double
 /// precision, without the `d1 x d1` block: `(I_tg, H_tg, I_gg)`, the expected information's
 /// cross block, the observed Hessian's (`I_tg` plus [`residual_cross_term`]) and the gamma
-/// block (the same in both). Three passes over the data (the terms, then the two cross blocks), `n d1 nnz(psi)` flops: with the
-/// inverse of the expected information's Schur complement (a model's covariance factor) they
-/// solve with the observed Hessian without its Gram product (`crate::cluster`'s diagnostic).
+/// block (the same in both). One pass over the data (each row's terms and its share of both
+/// cross blocks, `n d1 nnz(psi)` flops twice) and one over psi: with the inverse of the
+/// expected information's Schur complement (a model's covariance factor) they solve with the
+/// observed Hessian without its Gram product (`crate::cluster`'s diagnostic).
 pub(crate) fn gamma_blocks(
     data: &Dataset,
     params: &Params,
 ) -> (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>) {
-    let terms = evaluate(data, params).terms;
-    let i_tg = with_features!(data, |z| z_psi_sum(data, z, |i, _| {
-        let st = &terms[i];
-        st.weight * st.sigma * st.t
-    }));
-    let resid = with_features!(data, |z| z_psi_sum(data, z, |i, _| terms[i].resid));
-    let h_tg = &i_tg + resid;
+    let (n, d1, d2) = (data.n(), data.d1(), data.d2());
+    let mut terms = vec![SampleTerms::default(); n];
+    // Both cross blocks side by side: I_tg, then the residual term.
+    let acc = with_features!(data, |z| chunked_sum_with_rows(
+        n,
+        2 * d1 * d2,
+        &mut terms,
+        |rows, acc, out| {
+            let (info, resid) = acc.split_at_mut(d1 * d2);
+            let start = rows.start;
+            for i in rows {
+                let zi = row(z, d1, i);
+                let st = row_terms_without_loss(data, zi, params, i);
+                add_z_psi_row(data, i, st.weight * st.sigma * st.t, zi, info);
+                add_z_psi_row(data, i, st.resid, zi, resid);
+                out[i - start] = st;
+            }
+        }
+    ));
+    let (info, resid) = acc.split_at(d1 * d2);
+    let i_tg = DMatrix::from_column_slice(d1, d2, info) / n as f64;
+    let h_tg = &i_tg + DMatrix::from_column_slice(d1, d2, resid) / n as f64;
     (i_tg, h_tg, gamma_information(data, &terms))
 }
 
@@ -615,29 +629,30 @@ pub(crate) fn score_outer_product(
 /// summed scores; rows of a cluster are added in row order. Empty when the dataset has no
 /// cluster ids. The clustered meat of [`score_outer_product`] is `(1/n) sum_c S_c S_c^T`.
 pub(crate) fn cluster_score_sums(data: &Dataset, params: &Params) -> (Vec<i64>, Vec<f64>) {
+    use rayon::prelude::*;
     let (p, d1) = (data.n_params(), data.d1());
-    let Some(ids) = data.cluster() else {
+    let Some((ids, rows)) = data.cluster_rows() else {
         return (Vec::new(), Vec::new());
     };
-    // Each cluster's row in the summed scores: its rank in increasing id order.
-    let mut rank: BTreeMap<i64, usize> = ids.iter().map(|&c| (c, 0)).collect();
-    for (r, slot) in rank.values_mut().enumerate() {
-        *slot = r;
-    }
-    let mut sums = vec![0.0; rank.len() * p];
-    let mut buf = vec![0.0; p];
+    // One task per cluster, its rows in increasing order: the same sums, bit for bit, as one
+    // pass in row order, whatever the thread count.
+    let mut sums = vec![0.0; ids.len() * p];
     with_features!(data, |z| {
-        for (i, &c) in ids.iter().enumerate() {
-            let zi = row(z, d1, i);
-            let st = row_terms_without_loss(data, zi, params, i);
-            fill_g(data, zi, i, &st, st.resid, &mut buf);
-            let r = rank[&c];
-            for (s, b) in sums[r * p..(r + 1) * p].iter_mut().zip(&buf) {
-                *s += b;
-            }
-        }
+        sums.par_chunks_mut(p).zip(&rows).for_each_init(
+            || vec![0.0; p],
+            |buf, (sum, rows)| {
+                for &i in rows {
+                    let zi = row(z, d1, i);
+                    let st = row_terms_without_loss(data, zi, params, i);
+                    fill_g(data, zi, i, &st, st.resid, buf);
+                    for (s, b) in sum.iter_mut().zip(buf.iter()) {
+                        *s += b;
+                    }
+                }
+            },
+        );
     });
-    (rank.into_keys().collect(), sums)
+    (ids, sums)
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ pub(crate) fn softplus(v: f64) -> f64 {
 }
 
 /// What one sample contributes at the current parameters.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 #[doc(hidden)] // reached through `crate::internals` only
 pub struct SampleTerms {
     /// `theta . z`, the reward difference r(a1) - r(a0).

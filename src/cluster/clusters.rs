@@ -3,7 +3,6 @@
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use std::collections::BTreeMap;
 
 /// The rows of each cluster of a dataset, clusters in increasing id order.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,26 +21,21 @@ impl Clusters {
     /// Errors: [`Error::InvalidArgument`] (`cluster`) when the data have no cluster ids or
     /// fewer than [`MIN_CLUSTERS`] distinct ids.
     pub fn of(data: &Dataset) -> Result<Self> {
-        let ids = data.cluster().ok_or_else(|| {
+        let (ids, rows) = data.cluster_rows().ok_or_else(|| {
             Error::invalid(
                 "cluster",
                 "cluster-aware intervals need cluster ids in the data",
             )
         })?;
-        let mut map: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
-        for (i, &c) in ids.iter().enumerate() {
-            map.entry(c).or_default().push(i);
-        }
-        if map.len() < MIN_CLUSTERS {
+        if ids.len() < MIN_CLUSTERS {
             return Err(Error::invalid(
                 "cluster",
                 format!(
                     "{} distinct cluster id(s); cluster-aware intervals need at least {MIN_CLUSTERS}",
-                    map.len()
+                    ids.len()
                 ),
             ));
         }
-        let (ids, rows) = map.into_iter().unzip();
         Ok(Clusters { ids, rows })
     }
 

@@ -114,20 +114,28 @@ fn diagnose(
     let (n, p) = (data.n() as f64, data.n_params() as f64);
     let cr1 = g / (g - 1.0) * (n - 1.0) / (n - p).max(1.0);
     let d1 = data.d1();
-    let draws = sandwich_draws(data, params, clusters, theta_factor)?;
+    // One column per coefficient (contiguous), clusters down the rows.
+    let by_coefficient = sandwich_draws(data, params, clusters, theta_factor)?.transpose();
+    // Var(theta_hat_j) = |row j of L|^2, summed column by column (L is column-major).
+    let mut theta_var = vec![0.0; d1];
+    for column in theta_factor.column_iter() {
+        for (v, x) in theta_var.iter_mut().zip(column.iter()) {
+            *v += x * x;
+        }
+    }
     let model_var = |c: usize| {
         if c < d1 {
-            theta_factor.row(c).norm_squared()
+            theta_var[c]
         } else {
             gamma_cov[(c - d1, c - d1)]
         }
     };
     let per_coefficient: Vec<(f64, f64)> = (0..data.n_params())
         .map(|c| {
-            let v: Vec<f64> = draws.row(c).iter().copied().collect();
+            let v = &by_coefficient.as_slice()[c * clusters.len()..(c + 1) * clusters.len()];
             let mean = v.iter().sum::<f64>() / g;
             let robust = cr1 * v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>();
-            (robust / model_var(c), effective_df(&v, 1.0))
+            (robust / model_var(c), effective_df(v, 1.0))
         })
         .collect();
     let (design_effects, effective_clusters): (Vec<f64>, Vec<f64>) =
@@ -213,7 +221,7 @@ fn sandwich_draws(
     u.columns_mut(0, d2).copy_from(&w);
     u.columns_mut(d2, d2).copy_from(&wh);
     let q = matmul_tn(l, &u);
-    let mut k = q.tr_mul(&q) * n;
+    let mut k = matmul_tn(&q, &q) * n;
     // S_H is positive definite iff E = I - W'^T A^-1 W' is (A = S_I + W W^T is):
     // E = I - n Q'^T Q' + n^2 Q'^T Q1 (I + n Q1^T Q1)^-1 Q1^T Q'.
     let k11 = k.view((0, 0), (d2, d2)) + DMatrix::<f64>::identity(d2, d2);
@@ -228,11 +236,14 @@ fn sandwich_draws(
         k[(j, j)] += if j < d2 { 1.0 } else { -1.0 };
     }
     // R = s_t - B' D^-1 s_g; x_t = L (T - n Q K^-1 Q^T T) with T = L^T R.
-    let r = s_t - &wh * (&ld_inv * &s_g);
+    let r = s_t - matmul(&wh, &(&ld_inv * &s_g));
     let t = matmul_tn(l, &r);
-    let sol = k.lu().solve(&q.tr_mul(&t)).ok_or_else(|| singular(what))?;
-    let x_t = matmul(l, &(t - &q * sol * n));
-    let x_g = ld_inv.tr_mul(&ld_inv) * (s_g / n - h_tg.tr_mul(&x_t));
+    let sol = k
+        .lu()
+        .solve(&matmul_tn(&q, &t))
+        .ok_or_else(|| singular(what))?;
+    let x_t = matmul(l, &(t - matmul(&q, &sol) * n));
+    let x_g = ld_inv.tr_mul(&ld_inv) * (s_g / n - matmul_tn(&h_tg, &x_t));
     let mut x = DMatrix::zeros(d1 + d2, ids.len());
     x.rows_mut(0, d1).copy_from(&x_t);
     x.rows_mut(d1, d2).copy_from(&x_g);

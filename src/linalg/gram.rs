@@ -4,6 +4,7 @@
 
 use super::base::{mirror_lower, par, Scalar};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
+use faer::reborrow::ReborrowMut;
 use faer::{Accum, MatMut, MatRef};
 use nalgebra::DMatrix;
 use rayon::prelude::*;
@@ -17,9 +18,49 @@ fn gram_block_rows<T>(p: usize) -> usize {
     (GRAM_BLOCK_BYTES / (std::mem::size_of::<T>() * p.max(1))).clamp(64, 4096)
 }
 
+/// Rows per task when a block is filled: each task fills its rows into a row-major scratch
+/// tile (`FILL_TILE x p`, cache-resident) and copies the tile into the column-major block, so
+/// every column receives `FILL_TILE` consecutive entries.
+const FILL_TILE: usize = 32;
+
+/// Fills rows `start..start + block.nrows()` into the column-major `block` by `fill_row`, in
+/// parallel over tiles of [`FILL_TILE`] rows.
+fn fill_columns<T: Scalar, F>(start: usize, block: MatMut<'_, T>, fill_row: &F)
+where
+    F: Fn(usize, &mut [T]) + Sync,
+{
+    let p = block.ncols();
+    block
+        .par_row_chunks_mut(FILL_TILE)
+        .enumerate()
+        .for_each_init(
+            || vec![T::default(); FILL_TILE * p],
+            |tile, (t, mut rows)| {
+                let first = start + t * FILL_TILE;
+                let height = rows.nrows();
+                for (r, row) in tile.chunks_mut(p).take(height).enumerate() {
+                    fill_row(first + r, row);
+                }
+                for j in 0..p {
+                    let column = rows.rb_mut().col_mut(j).try_as_col_major_mut();
+                    let column = column
+                        .expect("a column of a column-major block")
+                        .as_slice_mut();
+                    for (r, v) in column.iter_mut().enumerate() {
+                        *v = tile[r * p + j];
+                    }
+                }
+            },
+        );
+}
+
 /// `sum_i a_i a_i^T` in precision `T`, lower triangle only, as a column-major `p x p` buffer
-/// (strict upper triangle zero): rows are filled in parallel, block by block, and each block
-/// `A` is added by faer's triangular product `lower(C) += A^T A`.
+/// (strict upper triangle zero): rows are filled in parallel into a column-major block, and
+/// each block is added by faer's triangular product `lower(C) += A^T A`.
+///
+/// The column-major block pays for its scattered writes: faer's product runs ~1.7x faster when
+/// its right operand is column-major than on a row-major block (`benches/faer_weigh.rs`, "syrk/gram"
+/// against the bare call on a row-major matrix; BENCHMARKS.md, issue 23).
 fn gram_lower<T: Scalar, F>(n: usize, p: usize, fill_row: F) -> Vec<T>
 where
     F: Fn(usize, &mut [T]) + Sync,
@@ -29,15 +70,16 @@ where
         return out;
     }
     let kb = gram_block_rows::<T>(p);
-    let mut block = vec![T::default(); kb.min(n) * p];
+    let mut columns = vec![T::default(); kb.min(n) * p];
     for start in (0..n).step_by(kb) {
         let rows = kb.min(n - start);
-        let filled = &mut block[..rows * p];
-        filled
-            .par_chunks_mut(p)
-            .enumerate()
-            .for_each(|(r, row)| fill_row(start + r, row));
-        let a = MatRef::from_row_major_slice(&block[..rows * p], rows, p);
+        let block = &mut columns[..rows * p];
+        fill_columns(
+            start,
+            MatMut::from_column_major_slice_mut(block, rows, p),
+            &fill_row,
+        );
+        let a = MatRef::from_column_major_slice(block, rows, p);
         triangular::matmul(
             MatMut::from_column_major_slice_mut(&mut out, p, p),
             BlockStructure::TriangularLower,
