@@ -217,6 +217,8 @@ fn z_t_times<T: Precision>(data: &Dataset, c: &[T], k: usize) -> DMatrix<f64> {
 
 /// One refit of the batch.
 struct Refit {
+    /// Its draw.
+    index: usize,
     params: Params,
     /// `z_i . theta`.
     t: Vec<f64>,
@@ -520,18 +522,28 @@ fn directions(
         .collect()
 }
 
-/// Refits `start` to each label vector of `labels` (at most [`BATCH`], solved together) to the
-/// `limits` (Newton steps each, and the tolerance of the gradient measured **in standard
-/// errors**, `sqrt(n g^T M^-1 g)` with `M` the preconditioner's information: a refit stops
-/// when no linear functional of it is further than `limits.tol` of its standard errors from
-/// the refit's optimum, to first order): the refits' estimates and terminations.
+/// Refits `start` to the labels `draw(b)` of each draw `b = 0..reps`, at most `width` at once,
+/// to the `limits` (Newton
+/// steps each, and the tolerance of the gradient measured **in standard errors**, `sqrt(n g^T
+/// M^-1 g)` with `M` the preconditioner's information: a refit stops when no linear functional
+/// of it is further than `limits.tol` of its standard errors from the refit's optimum, to
+/// first order): the refits' estimates and terminations, in the order of `b`.
+///
+/// At most `width` refits run at once ([`BATCH`] in the bootstrap; tests use fewer to exercise
+/// the refill), and a finished refit's place goes to the next draw
+/// (its labels drawn then): the few slow refits of a batch (4-10 Newton steps against ~4.5 for
+/// most, each step's GEMMs with a handful of columns and bound by reading z) share their steps
+/// with the next draws instead of running alone, so a calibration has one such tail, not one
+/// per batch of `width`. A refit's iterates depend on the others beside it only through the
+/// GEMMs' rounding (their blocking follows the number of columns), far below the tolerance.
 ///
 /// Errors: [`Error::Cancelled`].
 pub(crate) fn batch(
     data: &Dataset,
     pre: &Preconditioner,
     start: &Params,
-    labels: Vec<Vec<f64>>,
+    (reps, width): (usize, usize),
+    draw: impl Fn(usize) -> Vec<f64> + Sync,
     limits: Limits,
     cancel: Option<&AtomicBool>,
 ) -> Result<Vec<(Params, Termination)>> {
@@ -541,23 +553,33 @@ pub(crate) fn batch(
     let sigma0: Vec<f64> = (0..n)
         .map(|i| data.psi0()[i] + dot(&start.gamma, data.psi_row(i)))
         .collect();
-    let mut refits: Vec<Refit> = labels
-        .into_iter()
-        .map(|y| Refit {
-            params: start.clone(),
-            t: t0.clone(),
-            sigma: sigma0.clone(),
-            y,
-            nll: 0.0,
-            grad: vec![0.0; d1 + d2],
-            pre_grad: Vec::new(),
-            iterations: 0,
-            done: None,
-        })
-        .collect();
-    let all: Vec<usize> = (0..refits.len()).collect();
-    evaluate(data, pre, &mut refits, &all);
+    let mut finished: Vec<(usize, Params, Termination)> = Vec::with_capacity(reps);
+    let width = width.max(1);
+    let mut refits: Vec<Refit> = Vec::with_capacity(width.min(reps));
+    let mut next = 0;
+    // Refits just moved, or just drawn: their gradients are due.
+    let mut fresh: Vec<usize> = Vec::new();
     loop {
+        // Fill the free places with the next draws.
+        let room = width.saturating_sub(refits.len()).min(reps - next);
+        let ys: Vec<Vec<f64>> = (next..next + room).into_par_iter().map(&draw).collect();
+        for (b, y) in (next..).zip(ys) {
+            fresh.push(refits.len());
+            refits.push(Refit {
+                index: b,
+                params: start.clone(),
+                t: t0.clone(),
+                sigma: sigma0.clone(),
+                y,
+                nll: 0.0,
+                grad: vec![0.0; d1 + d2],
+                pre_grad: Vec::new(),
+                iterations: 0,
+                done: None,
+            });
+        }
+        next += room;
+        evaluate(data, pre, &mut refits, &fresh);
         for r in refits.iter_mut().filter(|r| r.done.is_none()) {
             r.done = if !finite_point(&r.params, r.nll, &r.grad) {
                 Some(Termination::Diverged)
@@ -571,17 +593,19 @@ pub(crate) fn batch(
                 )
             };
         }
-        let active: Vec<usize> = all
-            .iter()
-            .copied()
-            .filter(|&b| refits[b].done.is_none())
-            .collect();
-        if active.is_empty() {
+        for r in std::mem::take(&mut refits) {
+            match r.done {
+                Some(term) => finished.push((r.index, r.params, term)),
+                None => refits.push(r),
+            }
+        }
+        if refits.is_empty() && next == reps {
             break;
         }
         if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(Error::Cancelled);
         }
+        let active: Vec<usize> = (0..refits.len()).collect();
         let dirs = directions(data, &refits, &active, pre);
         // One GEMM for every trial point of every line search.
         let k = active.len();
@@ -611,7 +635,7 @@ pub(crate) fn batch(
                 Some(Step { tau, dt: dtj, ds })
             })
             .collect();
-        let mut moved = Vec::with_capacity(k);
+        fresh.clear();
         for ((&b, step), d) in active.iter().zip(steps).zip(&dirs) {
             let r = &mut refits[b];
             let Some(Step { tau, dt: dtj, ds }) = step else {
@@ -629,12 +653,9 @@ pub(crate) fn batch(
                 r.sigma[i] += tau * ds[i];
             }
             r.iterations += 1;
-            moved.push(b);
+            fresh.push(b);
         }
-        evaluate(data, pre, &mut refits, &moved);
     }
-    Ok(refits
-        .into_iter()
-        .map(|r| (r.params, r.done.unwrap_or(Termination::MaxIterations)))
-        .collect())
+    finished.sort_by_key(|f| f.0);
+    Ok(finished.into_iter().map(|(_, p, t)| (p, t)).collect())
 }
