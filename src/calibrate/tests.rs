@@ -482,10 +482,11 @@ fn batched_refits_stop_within_their_standard_error_tolerance() {
 
 /// Refitted two at a time, each finished refit's place going to the next draw (the refill of
 /// `batched::batch`, which the bootstrap's `B = 400 > BATCH` draws run through), the draws are
-/// those of all six at once, in the same order, within the refits' tolerance: a refit's
-/// iterates depend on the others beside it only through the GEMMs' rounding (their blocking
-/// follows the number of columns), which can move its stop by one Newton step (0.0013 standard
-/// errors here), not through its labels, start or gradient.
+/// those of all six at once, in the same order, within the refits' tolerance (the bound of
+/// `batched_refits_stop_within_their_standard_error_tolerance`): a refit's iterates depend on
+/// the others beside it only through the GEMMs' rounding (their blocking follows the number of
+/// columns), which can move its stop by one Newton step (0.033 standard errors here, at d1 / n
+/// = 0.2), not through its labels, start or gradient.
 #[test]
 fn batched_refits_refill_finished_places_with_the_same_draws() {
     let (data, hat, u) = large_problem(false);
@@ -509,7 +510,7 @@ fn batched_refits_refill_finished_places_with_the_same_draws() {
             .zip(together.iter().map(|r| &r.0)),
     );
     assert!(
-        worst <= 2.0 * draws::REFIT_SE_TOL,
+        worst <= 5.0 * draws::REFIT_SE_TOL,
         "refilled and whole batches differ by {worst} standard errors"
     );
 }
