@@ -541,32 +541,12 @@ fn directions(
         .collect()
 }
 
-/// Where refits start: all at `common`, or draw `b` at `per_draw[b]` (batched refits only: a
-/// refit of a small problem, and the estimator's fallback, start at `common`).
-#[derive(Clone, Copy)]
-pub(crate) struct Starts<'a> {
-    /// The start of every refit (the model the draws come from, as a rule).
-    pub(crate) common: &'a Params,
-    /// Warm starts per draw (at least as many as draws).
-    pub(crate) per_draw: Option<&'a [Params]>,
-}
-
-impl<'a> Starts<'a> {
-    /// Every refit at `start`.
-    pub(crate) fn at(start: &'a Params) -> Self {
-        Starts {
-            common: start,
-            per_draw: None,
-        }
-    }
-}
-
-/// Refits each draw `b = 0..reps` from its start of `starts` to its labels `draw(b)`, at most
-/// `width` at once, to the `limits` (Newton steps each, and the tolerance of the gradient
-/// measured **in standard errors**, `sqrt(n g^T M^-1 g)` with `M` the preconditioner's
-/// information: a refit stops when no linear functional of it is further than `limits.tol` of
-/// its standard errors from the refit's optimum, to first order): the refits' estimates and
-/// terminations, in the order of `b`.
+/// Refits `start` to the labels `draw(b)` of each draw `b = 0..reps`, at most `width` at once,
+/// to the `limits` (Newton
+/// steps each, and the tolerance of the gradient measured **in standard errors**, `sqrt(n g^T
+/// M^-1 g)` with `M` the preconditioner's information: a refit stops when no linear functional
+/// of it is further than `limits.tol` of its standard errors from the refit's optimum, to
+/// first order): the refits' estimates and terminations, in the order of `b`.
 ///
 /// At most `width` refits run at once ([`BATCH`] in the bootstrap; tests use fewer to exercise
 /// the refill), and a finished refit's place goes to the next draw
@@ -580,7 +560,7 @@ impl<'a> Starts<'a> {
 pub(crate) fn batch(
     data: &Dataset,
     pre: &Preconditioner,
-    starts: &Starts,
+    start: &Params,
     (reps, width): (usize, usize),
     draw: impl Fn(usize) -> Vec<f64> + Sync,
     limits: Limits,
@@ -588,15 +568,10 @@ pub(crate) fn batch(
 ) -> Result<Vec<(Params, Termination)>> {
     let Limits { tol, max_iter } = limits;
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
-    let sigma_at = |p: &Params| -> Vec<f64> {
-        (0..n)
-            .map(|i| data.psi0()[i] + dot(&p.gamma, data.psi_row(i)))
-            .collect()
-    };
-    let common = (
-        z_times::<f64>(data, data.features(), &starts.common.theta, 1),
-        sigma_at(starts.common),
-    );
+    let t0 = z_times::<f64>(data, data.features(), &start.theta, 1);
+    let sigma0: Vec<f64> = (0..n)
+        .map(|i| data.psi0()[i] + dot(&start.gamma, data.psi_row(i)))
+        .collect();
     let mut finished: Vec<(usize, Params, Termination)> = Vec::with_capacity(reps);
     let width = width.max(1);
     let mut refits: Vec<Refit> = Vec::with_capacity(width.min(reps));
@@ -607,27 +582,13 @@ pub(crate) fn batch(
         // Fill the free places with the next draws.
         let room = width.saturating_sub(refits.len()).min(reps - next);
         let ys: Vec<Vec<f64>> = (next..next + room).into_par_iter().map(&draw).collect();
-        // Their starts' `z . theta` (one GEMM when they start apart).
-        let own = starts.per_draw.map(|warm| {
-            let p = &warm[next..next + room];
-            let v: Vec<f64> = p.iter().flat_map(|p| p.theta.iter().copied()).collect();
-            z_times::<f64>(data, data.features(), &v, room)
-        });
-        for ((j, b), y) in (next..).enumerate().zip(ys) {
-            let (params, t, sigma) = match (starts.per_draw, &own) {
-                (Some(warm), Some(tv)) => (
-                    warm[b].clone(),
-                    (0..n).map(|i| tv[i * room + j]).collect(),
-                    sigma_at(&warm[b]),
-                ),
-                _ => (starts.common.clone(), common.0.clone(), common.1.clone()),
-            };
+        for (b, y) in (next..).zip(ys) {
             fresh.push(refits.len());
             refits.push(Refit {
                 index: b,
-                params,
-                t,
-                sigma,
+                params: start.clone(),
+                t: t0.clone(),
+                sigma: sigma0.clone(),
                 y,
                 nll: 0.0,
                 grad: vec![0.0; d1 + d2],

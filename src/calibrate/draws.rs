@@ -19,7 +19,7 @@
 //! only). A refit that converges from neither start (the resample's MLE is at infinity, or it
 //! is separated) is kept at its last finite iterate and counted in [`Draws::diverged`].
 
-use super::batched::{self, Preconditioner, Starts};
+use super::batched::{self, Preconditioner};
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::Result;
 use crate::fit::{refit, refit_from_scratch, refit_uses_cg, FitOptions, Limits, Termination};
@@ -113,25 +113,6 @@ pub(crate) struct Draws {
     pub diverged: usize,
 }
 
-impl Draws {
-    /// The draws as parameters (`d1` theta and `d2` gamma coordinates each, widened to `f64`).
-    pub(crate) fn params(&self, d1: usize, d2: usize) -> Vec<Params> {
-        let widen = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect();
-        self.theta
-            .chunks_exact(d1.max(1))
-            .zip(
-                self.gamma
-                    .chunks(d2.max(1))
-                    .chain(std::iter::repeat(&[][..])),
-            )
-            .map(|(t, g)| Params {
-                theta: widen(t),
-                gamma: widen(g),
-            })
-            .collect()
-    }
-}
-
 /// The logits `u_i = sigma_i theta . z_i` of `truth` on `data` (one pass).
 pub(crate) fn logits(data: &Dataset, truth: &Params) -> Vec<f64> {
     let d1 = data.d1();
@@ -174,14 +155,13 @@ pub(crate) fn labels(u: &[f64], seed: u64, stream: Stream, b: usize) -> Vec<f64>
         .collect()
 }
 
-/// `reps` parametric draws from `truth`, each refitted from its start of `starts` (refits of
-/// small problems, and the estimator's fallback, from `starts.common`), on the current pool.
+/// `reps` parametric draws from `truth`, each refitted from `start`, on the current pool.
 ///
 /// Errors: [`crate::Error::Cancelled`].
 pub(crate) fn parametric(
     data: &Dataset,
     truth: &Params,
-    starts: Starts,
+    start: &Params,
     reps: usize,
     seed: u64,
     stream: Stream,
@@ -196,8 +176,8 @@ pub(crate) fn parametric(
         let draw = |b| labels(&u, seed, stream, b);
         let pre = settings
             .preconditioner
-            .get_or_init(|| Preconditioner::at(data, starts.common));
-        let warm = batched_refits(data, pre, &starts, reps, draw, limits, settings.cancel)?;
+            .get_or_init(|| Preconditioner::at(data, start));
+        let warm = batched_refits(data, pre, start, reps, draw, limits, settings.cancel)?;
         warm.into_par_iter()
             .enumerate()
             .map(|(b, (params, converged))| {
@@ -206,11 +186,11 @@ pub(crate) fn parametric(
                 }
                 let sample = data.with_labels(labels(&u, seed, stream, b));
                 let nll = crate::likelihood::nll_and_gradient(&sample, &params).0;
-                lower_optimum(&sample, starts.common, params, nll, settings)
+                lower_optimum(&sample, start, params, nll, settings)
             })
             .collect()
     } else {
-        sequential(data, &u, starts.common, reps, seed, stream, settings)
+        sequential(data, &u, start, reps, seed, stream, settings)
     };
     let (d1, d2) = (data.d1(), data.d2());
     let mut out = Draws {
@@ -227,16 +207,16 @@ pub(crate) fn parametric(
     Ok(out)
 }
 
-/// `reps` warm refits from `starts` to the labels `draw(b)`, `b = 0..reps`, solved together
+/// `reps` warm refits from `start` to the labels `draw(b)`, `b = 0..reps`, solved together
 /// ([`batched::batch`]: at most [`batched::BATCH`] at once, large problems) preconditioned by
-/// `pre` (the information at the starts or near them, [`Preconditioner::at`]), to `limits` (the
+/// `pre` (the information at `start` or near it, [`Preconditioner::at`]), to `limits` (the
 /// tolerance in standard errors): each refit's estimate and whether it converged.
 ///
 /// Errors: [`crate::Error::Cancelled`].
 pub(crate) fn batched_refits(
     data: &Dataset,
     pre: &Preconditioner,
-    starts: &Starts,
+    start: &Params,
     reps: usize,
     draw: impl Fn(usize) -> Vec<f64> + Sync,
     limits: Limits,
@@ -245,7 +225,7 @@ pub(crate) fn batched_refits(
     Ok(batched::batch(
         data,
         pre,
-        starts,
+        start,
         (reps, batched::BATCH),
         draw,
         limits,

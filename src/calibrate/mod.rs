@@ -580,7 +580,7 @@ pub(crate) fn calibrate(
             let set = draws::parametric(
                 data,
                 params,
-                batched::Starts::at(params),
+                params,
                 reps,
                 estimator.seed,
                 draws::Stream::Bootstrap,

@@ -16,7 +16,6 @@
 //! Intervals (see `src/interval.rs`): `theta_hat . phi / alpha_hat +- q
 //! SD*(phi) / alpha_hat`, `gamma_hat . psi - bias . psi +- q SD*(psi)`.
 
-use super::batched::Starts;
 use super::draws::{column_means, parametric, Draws, Settings, Stream};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -84,33 +83,12 @@ pub(crate) fn run(
         });
     }
     let mut s = 1.0;
-    // The last round's shrink and refits: each round's refits start from the last round's
-    // refit of the same draw, moved by the change of the truth (common random numbers: the
-    // labels differ only where the shrink moved a sample's probability past its uniform, so
-    // that refit is a few Newton steps closer than the truth; batched refits only).
-    let mut last: Option<(f64, Vec<Params>)> = None;
     for _ in 0..SEARCH_STEPS {
         let truth = shrunk(hat, s);
-        let warm: Option<Vec<Params>> = last.as_ref().map(|(s_last, refits)| {
-            let moved = |p: &Params| Params {
-                theta: p
-                    .theta
-                    .iter()
-                    .zip(&hat.theta)
-                    .map(|(v, h)| v + (s - s_last) * h)
-                    .collect(),
-                gamma: p.gamma.clone(),
-            };
-            refits.iter().map(moved).collect()
-        });
-        let starts = Starts {
-            common: &truth,
-            per_draw: warm.as_deref(),
-        };
         let d = parametric(
             data,
             &truth,
-            starts,
+            &truth,
             SEARCH_REPS,
             seed,
             Stream::ShrinkSearch,
@@ -120,22 +98,13 @@ pub(crate) fn run(
         if !ratio.is_finite() {
             break;
         }
-        last = Some((s, d.params(d1, data.d2())));
         s = (s * ratio).clamp(MIN_SHRINK, MAX_SHRINK);
         if (ratio - 1.0).abs() < SEARCH_RTOL {
             break;
         }
     }
     let truth = shrunk(hat, s);
-    let draws = parametric(
-        data,
-        &truth,
-        Starts::at(&truth),
-        reps,
-        seed,
-        Stream::Resized,
-        settings,
-    )?;
+    let draws = parametric(data, &truth, &truth, reps, seed, Stream::Resized, settings)?;
     let mean_theta = column_means(&draws.theta, d1);
     let alpha_hat = mean_theta
         .iter()

@@ -389,16 +389,8 @@ fn batched_refits_match_single_refits() {
         let reps = 6;
         let pre = super::batched::Preconditioner::at(&data, &hat);
         let draw = |b| draws::labels(&u, 3, draws::Stream::Bootstrap, b);
-        let together = draws::batched_refits(
-            &data,
-            &pre,
-            &super::batched::Starts::at(&hat),
-            reps,
-            draw,
-            limits(1e-8, 50),
-            None,
-        )
-        .unwrap();
+        let together =
+            draws::batched_refits(&data, &pre, &hat, reps, draw, limits(1e-8, 50), None).unwrap();
         for (b, (p, converged)) in together.iter().enumerate() {
             let sample = data.with_labels(draws::labels(&u, 3, draws::Stream::Bootstrap, b));
             let one =
@@ -470,17 +462,7 @@ fn batched_refits_stop_within_their_standard_error_tolerance() {
     let (data, hat, u) = large_problem(false);
     let pre = super::batched::Preconditioner::at(&data, &hat);
     let draw = |b| draws::labels(&u, 5, draws::Stream::Resized, b);
-    let run = |tol| {
-        draws::batched_refits(
-            &data,
-            &pre,
-            &super::batched::Starts::at(&hat),
-            4,
-            draw,
-            limits(tol, 50),
-            None,
-        )
-    };
+    let run = |tol| draws::batched_refits(&data, &pre, &hat, 4, draw, limits(tol, 50), None);
     let loose = run(draws::REFIT_SE_TOL).unwrap();
     let tight = run(1e-8).unwrap();
     assert!(loose.iter().chain(&tight).all(|(_, converged)| *converged));
@@ -512,16 +494,7 @@ fn batched_refits_refill_finished_places_with_the_same_draws() {
     let draw = |b| draws::labels(&u, 11, draws::Stream::Bootstrap, b);
     let run = |width| {
         let tol = limits(draws::REFIT_SE_TOL, 50);
-        super::batched::batch(
-            &data,
-            &pre,
-            &super::batched::Starts::at(&hat),
-            (6, width),
-            draw,
-            tol,
-            None,
-        )
-        .unwrap()
+        super::batched::batch(&data, &pre, &hat, (6, width), draw, tol, None).unwrap()
     };
     let (rolling, together) = (run(2), run(6));
     assert_eq!(rolling.len(), 6);
@@ -542,50 +515,6 @@ fn batched_refits_refill_finished_places_with_the_same_draws() {
     );
 }
 
-/// Batched refits started per draw (the resized bootstrap's shrink rounds start each draw at
-/// the last round's refit of it, moved by the change of the truth) reach the optima of the
-/// refits started at the common start, within the refits' tolerance: each refit starts at its
-/// own point (its `z . theta` and `sigma` from its own parameters), not the common one.
-#[test]
-fn batched_refits_from_per_draw_starts_reach_the_same_optima() {
-    use super::batched::Starts;
-    let (data, hat, u) = large_problem(false);
-    let pre = super::batched::Preconditioner::at(&data, &hat);
-    let draw = |b| draws::labels(&u, 13, draws::Stream::ShrinkSearch, b);
-    let tol = limits(draws::REFIT_SE_TOL, 50);
-    let cold = draws::batched_refits(&data, &pre, &Starts::at(&hat), 4, draw, tol, None).unwrap();
-    // Each draw's optimum moved as a shrink round moves it (0.95 of the truth's theta), and
-    // the refits of the same labels from there.
-    let moved: Vec<Params> = cold
-        .iter()
-        .map(|(p, _)| Params {
-            theta: p
-                .theta
-                .iter()
-                .zip(&hat.theta)
-                .map(|(v, h)| v - 0.05 * h)
-                .collect(),
-            gamma: p.gamma.clone(),
-        })
-        .collect();
-    let starts = Starts {
-        common: &hat,
-        per_draw: Some(&moved),
-    };
-    let warm = draws::batched_refits(&data, &pre, &starts, 4, draw, tol, None).unwrap();
-    assert!(cold.iter().chain(&warm).all(|(_, converged)| *converged));
-    let worst = largest_gap_in_standard_errors(
-        &data,
-        &pre,
-        &hat,
-        cold.iter().map(|r| &r.0).zip(warm.iter().map(|r| &r.0)),
-    );
-    assert!(
-        worst <= 5.0 * draws::REFIT_SE_TOL,
-        "warm and cold refits differ by {worst} standard errors"
-    );
-}
-
 /// The batched refits give bit-identical draws on 1 and 3 threads.
 #[test]
 fn batched_refits_are_deterministic_whatever_the_thread_count() {
@@ -594,16 +523,7 @@ fn batched_refits_are_deterministic_whatever_the_thread_count() {
     let run = |threads| {
         crate::parallel::run_in_pool(threads, || {
             let draw = |b| draws::labels(&u, 9, draws::Stream::Resized, b);
-            draws::batched_refits(
-                &data,
-                &pre,
-                &super::batched::Starts::at(&hat),
-                5,
-                draw,
-                limits(1e-7, 50),
-                None,
-            )
-            .unwrap()
+            draws::batched_refits(&data, &pre, &hat, 5, draw, limits(1e-7, 50), None).unwrap()
         })
         .unwrap()
     };
@@ -676,7 +596,7 @@ fn bootstrap_draws_replicate_the_estimator_on_the_valley_shoulder() {
     let set = draws::parametric(
         &data,
         &est,
-        super::batched::Starts::at(&est),
+        &est,
         reps,
         seed,
         draws::Stream::Bootstrap,
