@@ -22,9 +22,9 @@
 //! CG's speed, never the answer). Against the plain fit's preconditioner (theta block at
 //! `theta = 0`, rescaled) it cuts CG iterations by ~35% at the paper's shape (BENCHMARKS.md).
 //!
-//! The Hessian products run in single precision over z (f32 GEMMs, coefficients formed in
-//! f64; in f64 for a few refits over z stored in f64, whose GEMMs are bound by reading z and
-//! gain nothing from a conversion pass): they only steer CG, whose relative residual target `forcing(|g|)` stays far above
+//! The Hessian products run in single precision over z (f32 GEMMs over z itself or, for z
+//! stored in f64, over a single-precision copy made once per calibration; coefficients formed
+//! in f64): they only steer CG, whose relative residual target `forcing(|g|)` stays far above
 //! f32's error; the gradients and the line search's `Z D`, which define the optimum, stay in
 //! f64. The per-sample terms of each refit (an exp and a log each) are computed once per
 //! Newton step, not once per Hessian product.
@@ -36,7 +36,7 @@
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::{Error, Result};
 use crate::fit::line_search::backtrack;
-use crate::fit::newton_cg::{forcing, MAX_CG_ITERATIONS};
+use crate::fit::newton_cg::{forcing, single_precision, MAX_CG_ITERATIONS};
 use crate::fit::{finite_point, stop_reason, Limits, Termination};
 use crate::likelihood::expected_information;
 use crate::linalg::{
@@ -57,19 +57,21 @@ const ROW_BLOCK: usize = 512;
 const COL_BLOCK: usize = 128;
 /// Rows of z converted at a time (z stored in the other precision) in `Z^T C`.
 const WIDEN_ROWS: usize = 1024;
-/// Fewest running refits whose Hessian products convert z stored in `f64` to `f32`: a few
-/// refits' GEMMs are bound by reading z, and a conversion pass costs more than the `f64`
-/// GEMM it replaces (the resized bootstrap's shrink search, 4 refits, at the paper's scale:
-/// 0.56 s per lockstep CG iteration against 0.84 s for a batch of 100).
-const F32_MIN_REFITS: usize = 16;
 
 /// The batch's preconditioner: the inverse of the expected information at the common start
 /// (every block exact there; one Gram product of `n (d1 + d2)^2 / 2` flops and an inverse of
 /// `(d1 + d2)^3` flops, built once per calibration and shared by all its batches). Held
 /// explicitly so that each CG iteration's `M^-1 R` is one tiled GEMM (a column-by-column
 /// triangular solve of `(d1 + d2) x k` ran at ~1 GFlop/s, a quarter of a d1 = 512 batch).
+///
+/// For z stored in `f64` it also holds a single-precision copy of z (half its size), as the
+/// fit's `DataPreconditioner` does: what every batch's Hessian products read (see
+/// `Precision`), without a conversion pass per product and at half the bytes of an `f64`
+/// GEMM bound by reading z (a handful of running refits: the shrink search's 4, the last
+/// refits of a batch).
 pub(crate) struct Preconditioner {
     inverse: DMatrix<f64>,
+    z32: Option<Vec<f32>>,
 }
 
 impl Preconditioner {
@@ -80,7 +82,21 @@ impl Preconditioner {
         // M^-1 = L^-T L^-1.
         lower_inverse_in_place(&mut l);
         let inverse = matmul_tn(&l, &l);
-        Preconditioner { inverse }
+        let z32 = match data.features() {
+            FeatureMatrix::F64(z) => Some(single_precision(z)),
+            FeatureMatrix::F32(_) => None,
+        };
+        Preconditioner { inverse, z32 }
+    }
+
+    /// The single-precision z of `data`, the dataset this was built for: the copy, or `data`'s
+    /// own z when stored in `f32` (or, defensively, when the copy does not have `data`'s shape:
+    /// the products then convert it block by block).
+    fn features<'a>(&'a self, data: &'a Dataset) -> FeatureMatrix<'a> {
+        match &self.z32 {
+            Some(z) if z.len() == data.n() * data.d1() => FeatureMatrix::F32(z),
+            _ => data.features(),
+        }
     }
 
     /// `M^-1 R` for the stacked columns of `r` (`(d1 + d2) x k`).
@@ -96,8 +112,15 @@ impl Preconditioner {
 trait Precision: Scalar {
     /// z itself, when stored in this precision (a zero-copy view).
     fn stored<'a>(z: &FeatureMatrix<'a>) -> Option<&'a [Self]>;
-    /// Rows `r0..r0 + rows`, columns `c0..c0 + cols` of z converted into `out` (row-major).
-    fn convert(data: &Dataset, r0: usize, rows: usize, c0: usize, cols: usize, out: &mut Vec<Self>);
+    /// Rows `r0..r0 + rows`, columns `c0..c0 + cols` of z (`d1` columns) converted into `out`
+    /// (row-major).
+    fn convert(
+        z: FeatureMatrix,
+        d1: usize,
+        rows: (usize, usize),
+        cols: (usize, usize),
+        out: &mut Vec<Self>,
+    );
 }
 
 /// Copies a block of z into `out`, converting each value by `f`.
@@ -122,12 +145,16 @@ impl Precision for f64 {
             FeatureMatrix::F32(_) => None,
         }
     }
-    fn convert(data: &Dataset, r0: usize, rows: usize, c0: usize, cols: usize, out: &mut Vec<f64>) {
-        match data.features() {
-            FeatureMatrix::F64(z) => block_into(z, data.d1(), (r0, rows), (c0, cols), out, |v| v),
-            FeatureMatrix::F32(z) => {
-                block_into(z, data.d1(), (r0, rows), (c0, cols), out, f64::from)
-            }
+    fn convert(
+        z: FeatureMatrix,
+        d1: usize,
+        rows: (usize, usize),
+        cols: (usize, usize),
+        out: &mut Vec<f64>,
+    ) {
+        match z {
+            FeatureMatrix::F64(z) => block_into(z, d1, rows, cols, out, |v| v),
+            FeatureMatrix::F32(z) => block_into(z, d1, rows, cols, out, f64::from),
         }
     }
 }
@@ -139,18 +166,23 @@ impl Precision for f32 {
             FeatureMatrix::F64(_) => None,
         }
     }
-    fn convert(data: &Dataset, r0: usize, rows: usize, c0: usize, cols: usize, out: &mut Vec<f32>) {
-        match data.features() {
-            FeatureMatrix::F64(z) => {
-                block_into(z, data.d1(), (r0, rows), (c0, cols), out, |v| v as f32)
-            }
-            FeatureMatrix::F32(z) => block_into(z, data.d1(), (r0, rows), (c0, cols), out, |v| v),
+    fn convert(
+        z: FeatureMatrix,
+        d1: usize,
+        rows: (usize, usize),
+        cols: (usize, usize),
+        out: &mut Vec<f32>,
+    ) {
+        match z {
+            FeatureMatrix::F64(z) => block_into(z, d1, rows, cols, out, |v| v as f32),
+            FeatureMatrix::F32(z) => block_into(z, d1, rows, cols, out, |v| v),
         }
     }
 }
 
-/// `Z V` in precision `T` for `v` `d1 x k` (column-major): `n x k` row-major.
-fn z_times<T: Precision>(data: &Dataset, v: &[T], k: usize) -> Vec<T> {
+/// `Z V` in precision `T` for `v` `d1 x k` (column-major), `z` the features of `data` (or a
+/// copy of them): `n x k` row-major.
+fn z_times<T: Precision>(data: &Dataset, z: FeatureMatrix, v: &[T], k: usize) -> Vec<T> {
     let (n, d1) = (data.n(), data.d1());
     let mut out = vec![T::default(); n * k];
     out.par_chunks_mut(ROW_BLOCK * k.max(1))
@@ -159,10 +191,10 @@ fn z_times<T: Precision>(data: &Dataset, v: &[T], k: usize) -> Vec<T> {
             let r0 = blk * ROW_BLOCK;
             let rows = c.len() / k.max(1);
             let mut buf = Vec::new();
-            let a: &[T] = match T::stored(&data.features()) {
+            let a: &[T] = match T::stored(&z) {
                 Some(z) => &z[r0 * d1..(r0 + rows) * d1],
                 None => {
-                    T::convert(data, r0, rows, 0, d1, &mut buf);
+                    T::convert(z, d1, (r0, rows), (0, d1), &mut buf);
                     &buf
                 }
             };
@@ -171,10 +203,11 @@ fn z_times<T: Precision>(data: &Dataset, v: &[T], k: usize) -> Vec<T> {
     out
 }
 
-/// `Z^T C` in precision `T` for `c` `n x k` row-major: `d1 x k` column-major, in `f64`.
-fn z_t_times<T: Precision>(data: &Dataset, c: &[T], k: usize) -> DMatrix<f64> {
+/// `Z^T C` in precision `T` for `c` `n x k` row-major, `z` the features of `data` (or a copy of
+/// them): `d1 x k` column-major, in `f64`.
+fn z_t_times<T: Precision>(data: &Dataset, z: FeatureMatrix, c: &[T], k: usize) -> DMatrix<f64> {
     let (n, d1) = (data.n(), data.d1());
-    let stored = T::stored(&data.features());
+    let stored = T::stored(&z);
     let blocks: Vec<(usize, Vec<T>)> = (0..d1.div_ceil(COL_BLOCK))
         .into_par_iter()
         .map(|blk| {
@@ -195,7 +228,7 @@ fn z_t_times<T: Precision>(data: &Dataset, c: &[T], k: usize) -> DMatrix<f64> {
                 match stored {
                     Some(z) => gemm_tn_block_add(&mut out, z, d1, (r0, rows), (c0, cols), b, k),
                     None => {
-                        T::convert(data, r0, rows, c0, cols, &mut buf);
+                        T::convert(z, d1, (r0, rows), (c0, cols), &mut buf);
                         gemm_tn_block_add(&mut out, &buf, cols, (0, rows), (0, cols), b, k)
                     }
                 }
@@ -217,6 +250,8 @@ fn z_t_times<T: Precision>(data: &Dataset, c: &[T], k: usize) -> DMatrix<f64> {
 
 /// One refit of the batch.
 struct Refit {
+    /// Its draw.
+    index: usize,
     params: Params,
     /// `z_i . theta`.
     t: Vec<f64>,
@@ -310,7 +345,7 @@ fn evaluate(data: &Dataset, pre: &Preconditioner, refits: &mut [Refit], which: &
                 rl[j] = st.loss;
             }
         });
-    let gt = z_t_times::<f64>(data, &ct, k);
+    let gt = z_t_times::<f64>(data, data.features(), &ct, k);
     let gg = psi_t_times(data, &cg, k);
     for (j, &b) in which.iter().enumerate() {
         let r = &mut refits[b];
@@ -338,36 +373,22 @@ fn stack(cols: &[&[f64]]) -> DMatrix<f64> {
 }
 
 /// `H_b p_b` for the running refits, given their per-sample `terms` at the current point
-/// (observed or expected Hessian per refit): two GEMMs over z, in single precision (see
-/// `Precision`) unless z is stored in `f64` and fewer than [`F32_MIN_REFITS`] refits run.
+/// (observed or expected Hessian per refit): two GEMMs over `z32`, the single-precision z of
+/// the batch (`Preconditioner::features`: see `Precision`; the coefficients are formed in f64).
 fn hessian_products(
     data: &Dataset,
-    terms: &[&[SampleTerms]],
-    observed: &[bool],
-    p: &DMatrix<f64>,
-) -> DMatrix<f64> {
-    if f64::stored(&data.features()).is_some() && terms.len() < F32_MIN_REFITS {
-        hessian_products_in::<f64>(data, terms, observed, p)
-    } else {
-        hessian_products_in::<f32>(data, terms, observed, p)
-    }
-}
-
-/// [`hessian_products`] with the GEMMs over z in precision `T` (the coefficients are formed in
-/// f64).
-fn hessian_products_in<T: Precision>(
-    data: &Dataset,
+    z32: FeatureMatrix,
     terms: &[&[SampleTerms]],
     observed: &[bool],
     p: &DMatrix<f64>,
 ) -> DMatrix<f64> {
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
     let k = terms.len();
-    let pt: Vec<T> = p.rows(0, d1).iter().map(|&v| T::from_f64(v)).collect();
-    let a = z_times::<T>(data, &pt, k);
+    let pt: Vec<f32> = p.rows(0, d1).iter().map(|&v| v as f32).collect();
+    let a = z_times::<f32>(data, z32, &pt, k);
     let pg: Vec<f64> = p.rows(d1, d2).iter().copied().collect();
     let b = psi_times(data, &pg, k);
-    let mut ct = vec![T::default(); n * k];
+    let mut ct = vec![0.0f32; n * k];
     let mut cg = vec![0.0; n * k];
     ct.par_chunks_mut(k)
         .zip(cg.par_chunks_mut(k))
@@ -375,7 +396,7 @@ fn hessian_products_in<T: Precision>(
         .for_each(|(i, (rt, rg))| {
             for (j, refit) in terms.iter().enumerate() {
                 let st = &refit[i];
-                let ai = a[i * k + j].to_f64();
+                let ai = f64::from(a[i * k + j]);
                 let bi = b[i * k + j];
                 let s = st.weight * (st.sigma * ai + st.t * bi);
                 let (x, y) = if observed[j] {
@@ -383,11 +404,11 @@ fn hessian_products_in<T: Precision>(
                 } else {
                     (s * st.sigma, s * st.t)
                 };
-                rt[j] = T::from_f64(x / n as f64);
+                rt[j] = (x / n as f64) as f32;
                 rg[j] = y / n as f64;
             }
         });
-    let ht = z_t_times::<T>(data, &ct, k);
+    let ht = z_t_times::<f32>(data, z32, &ct, k);
     let mut out = DMatrix::<f64>::zeros(d1 + d2, k);
     out.rows_mut(0, d1).copy_from(&ht);
     if d2 > 0 {
@@ -478,7 +499,7 @@ fn directions(
         let running_terms: Vec<&[SampleTerms]> = running.iter().map(|&j| &terms[j][..]).collect();
         let observed: Vec<bool> = running.iter().map(|&j| cgs[j].observed).collect();
         let p = stack(&running.iter().map(|&j| &cgs[j].p[..]).collect::<Vec<_>>());
-        let hp = hessian_products(data, &running_terms, &observed, &p);
+        let hp = hessian_products(data, pre.features(data), &running_terms, &observed, &p);
         pending.clear();
         for (col, &j) in running.iter().enumerate() {
             let cg = &mut cgs[j];
@@ -520,44 +541,64 @@ fn directions(
         .collect()
 }
 
-/// Refits `start` to each label vector of `labels` (at most [`BATCH`], solved together) to the
-/// `limits` (Newton steps each, and the tolerance of the gradient measured **in standard
-/// errors**, `sqrt(n g^T M^-1 g)` with `M` the preconditioner's information: a refit stops
-/// when no linear functional of it is further than `limits.tol` of its standard errors from
-/// the refit's optimum, to first order): the refits' estimates and terminations.
+/// Refits `start` to the labels `draw(b)` of each draw `b = 0..reps`, at most `width` at once,
+/// to the `limits` (Newton
+/// steps each, and the tolerance of the gradient measured **in standard errors**, `sqrt(n g^T
+/// M^-1 g)` with `M` the preconditioner's information: a refit stops when no linear functional
+/// of it is further than `limits.tol` of its standard errors from the refit's optimum, to
+/// first order): the refits' estimates and terminations, in the order of `b`.
+///
+/// At most `width` refits run at once ([`BATCH`] in the bootstrap; tests use fewer to exercise
+/// the refill), and a finished refit's place goes to the next draw
+/// (its labels drawn then): the few slow refits of a batch (4-10 Newton steps against ~4.5 for
+/// most, each step's GEMMs with a handful of columns and bound by reading z) share their steps
+/// with the next draws instead of running alone, so a calibration has one such tail, not one
+/// per batch of `width`. A refit's iterates depend on the others beside it only through the
+/// GEMMs' rounding (their blocking follows the number of columns), far below the tolerance.
 ///
 /// Errors: [`Error::Cancelled`].
 pub(crate) fn batch(
     data: &Dataset,
     pre: &Preconditioner,
     start: &Params,
-    labels: Vec<Vec<f64>>,
+    (reps, width): (usize, usize),
+    draw: impl Fn(usize) -> Vec<f64> + Sync,
     limits: Limits,
     cancel: Option<&AtomicBool>,
 ) -> Result<Vec<(Params, Termination)>> {
     let Limits { tol, max_iter } = limits;
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
-    let t0 = z_times::<f64>(data, &start.theta, 1);
+    let t0 = z_times::<f64>(data, data.features(), &start.theta, 1);
     let sigma0: Vec<f64> = (0..n)
         .map(|i| data.psi0()[i] + dot(&start.gamma, data.psi_row(i)))
         .collect();
-    let mut refits: Vec<Refit> = labels
-        .into_iter()
-        .map(|y| Refit {
-            params: start.clone(),
-            t: t0.clone(),
-            sigma: sigma0.clone(),
-            y,
-            nll: 0.0,
-            grad: vec![0.0; d1 + d2],
-            pre_grad: Vec::new(),
-            iterations: 0,
-            done: None,
-        })
-        .collect();
-    let all: Vec<usize> = (0..refits.len()).collect();
-    evaluate(data, pre, &mut refits, &all);
+    let mut finished: Vec<(usize, Params, Termination)> = Vec::with_capacity(reps);
+    let width = width.max(1);
+    let mut refits: Vec<Refit> = Vec::with_capacity(width.min(reps));
+    let mut next = 0;
+    // Refits just moved, or just drawn: their gradients are due.
+    let mut fresh: Vec<usize> = Vec::new();
     loop {
+        // Fill the free places with the next draws.
+        let room = width.saturating_sub(refits.len()).min(reps - next);
+        let ys: Vec<Vec<f64>> = (next..next + room).into_par_iter().map(&draw).collect();
+        for (b, y) in (next..).zip(ys) {
+            fresh.push(refits.len());
+            refits.push(Refit {
+                index: b,
+                params: start.clone(),
+                t: t0.clone(),
+                sigma: sigma0.clone(),
+                y,
+                nll: 0.0,
+                grad: vec![0.0; d1 + d2],
+                pre_grad: Vec::new(),
+                iterations: 0,
+                done: None,
+            });
+        }
+        next += room;
+        evaluate(data, pre, &mut refits, &fresh);
         for r in refits.iter_mut().filter(|r| r.done.is_none()) {
             r.done = if !finite_point(&r.params, r.nll, &r.grad) {
                 Some(Termination::Diverged)
@@ -571,22 +612,25 @@ pub(crate) fn batch(
                 )
             };
         }
-        let active: Vec<usize> = all
-            .iter()
-            .copied()
-            .filter(|&b| refits[b].done.is_none())
-            .collect();
-        if active.is_empty() {
+        for r in std::mem::take(&mut refits) {
+            match r.done {
+                Some(term) => finished.push((r.index, r.params, term)),
+                None => refits.push(r),
+            }
+        }
+        if refits.is_empty() && next == reps {
             break;
         }
         if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(Error::Cancelled);
         }
+        let active: Vec<usize> = (0..refits.len()).collect();
         let dirs = directions(data, &refits, &active, pre);
         // One GEMM for every trial point of every line search.
         let k = active.len();
         let dt = z_times::<f64>(
             data,
+            data.features(),
             &dirs
                 .iter()
                 .flat_map(|d| d[..d1].iter().copied())
@@ -611,7 +655,7 @@ pub(crate) fn batch(
                 Some(Step { tau, dt: dtj, ds })
             })
             .collect();
-        let mut moved = Vec::with_capacity(k);
+        fresh.clear();
         for ((&b, step), d) in active.iter().zip(steps).zip(&dirs) {
             let r = &mut refits[b];
             let Some(Step { tau, dt: dtj, ds }) = step else {
@@ -629,12 +673,38 @@ pub(crate) fn batch(
                 r.sigma[i] += tau * ds[i];
             }
             r.iterations += 1;
-            moved.push(b);
+            fresh.push(b);
         }
-        evaluate(data, pre, &mut refits, &moved);
     }
-    Ok(refits
-        .into_iter()
-        .map(|r| (r.params, r.done.unwrap_or(Termination::MaxIterations)))
-        .collect())
+    finished.sort_by_key(|f| f.0);
+    Ok(finished.into_iter().map(|(_, p, t)| (p, t)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The batches' Hessian products read the single-precision copy of an `f64` z: bit for bit
+    /// the products of z rounded block by block (the copy is z's rounding, in z's shape).
+    #[test]
+    fn hessian_products_read_the_single_precision_copy_of_z() {
+        let (data, truth) = crate::sim::high_dimensional(600, 70, 3, 4);
+        let pre = Preconditioner::at(&data, &truth);
+        let copy = pre.features(&data);
+        assert!(matches!(data.features(), FeatureMatrix::F64(_)));
+        assert!(matches!(copy, FeatureMatrix::F32(_)));
+        let (n, m) = (data.n(), data.d1() + data.d2());
+        let t = z_times::<f64>(&data, data.features(), &truth.theta, 1);
+        let terms: Vec<SampleTerms> = (0..n)
+            .map(|i| {
+                let sigma = data.psi0()[i] + dot(&truth.gamma, data.psi_row(i));
+                sample_terms(t[i], sigma, data.y()[i])
+            })
+            .collect();
+        let p = DMatrix::from_fn(m, 3, |r, c| ((r * 7 + c * 3) % 11) as f64 / 11.0 - 0.4);
+        let run = |z| hessian_products(&data, z, &[&terms[..]; 3], &[true, false, true], &p);
+        let (from_copy, converted) = (run(copy), run(data.features()));
+        assert_eq!(from_copy, converted);
+        assert!(from_copy.amax() > 0.0);
+    }
 }

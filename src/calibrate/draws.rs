@@ -207,10 +207,10 @@ pub(crate) fn parametric(
     Ok(out)
 }
 
-/// `reps` warm refits from `start` to the labels `draw(b)`, `b = 0..reps`, solved together in
-/// batches of [`batched::BATCH`] (large problems) preconditioned by `pre` (the information at
-/// `start` or near it, [`Preconditioner::at`]), to `limits` (the tolerance in standard
-/// errors, [`batched::batch`]): each refit's estimate and whether it converged.
+/// `reps` warm refits from `start` to the labels `draw(b)`, `b = 0..reps`, solved together
+/// ([`batched::batch`]: at most [`batched::BATCH`] at once, large problems) preconditioned by
+/// `pre` (the information at `start` or near it, [`Preconditioner::at`]), to `limits` (the
+/// tolerance in standard errors): each refit's estimate and whether it converged.
 ///
 /// Errors: [`crate::Error::Cancelled`].
 pub(crate) fn batched_refits(
@@ -222,17 +222,18 @@ pub(crate) fn batched_refits(
     limits: Limits,
     cancel: Option<&AtomicBool>,
 ) -> Result<Vec<(Params, bool)>> {
-    let mut out = Vec::with_capacity(reps);
-    for b0 in (0..reps).step_by(batched::BATCH) {
-        let labels: Vec<Vec<f64>> = (b0..(b0 + batched::BATCH).min(reps))
-            .into_par_iter()
-            .map(&draw)
-            .collect();
-        for (p, term) in batched::batch(data, pre, start, labels, limits, cancel)? {
-            out.push((p, term == Termination::Converged));
-        }
-    }
-    Ok(out)
+    Ok(batched::batch(
+        data,
+        pre,
+        start,
+        (reps, batched::BATCH),
+        draw,
+        limits,
+        cancel,
+    )?
+    .into_iter()
+    .map(|(p, term)| (p, term == Termination::Converged))
+    .collect())
 }
 
 /// The refits one after another through the pool (small problems: dense Newton per refit).

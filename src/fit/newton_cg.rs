@@ -151,7 +151,7 @@ impl DataPreconditioner {
 
 /// `z` rounded to single precision (in parallel, fixed chunks: the same bits whatever the
 /// thread count).
-fn single_precision(z: &[f64]) -> Vec<f32> {
+pub(crate) fn single_precision(z: &[f64]) -> Vec<f32> {
     use rayon::prelude::*;
     const CHUNK: usize = 1 << 16;
     let mut out = vec![0.0f32; z.len()];
