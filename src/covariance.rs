@@ -187,6 +187,42 @@ pub fn covariance_factors(
     }
 }
 
+/// The inverse of the mean expected information `I = [[A, B], [B^T, D]]` at an estimate,
+/// rebuilt from that estimate's `expected` covariance (`Cov(theta_hat) = L L^T` given by its
+/// lower factor `theta_factor`, `Cov(gamma_hat) = gamma_cov`, both `I^-1 / n` blocks) and the
+/// information's gamma blocks `b = B` (`d1 x d2`) and `d = D` (`d2 x d2`), without `A`:
+/// `I^-1 = n [[V_tt, -V_tt Y], [-Y^T V_tt, V_gg]]` with `Y = B D^-1` (block inversion, as
+/// [`factors_from_matrices`] splits it). One `d1^3` product instead of the Gram product of
+/// `n (d1 + d2)^2` flops and the factorisation that computing `I^-1` afresh costs.
+///
+/// Errors: [`Error::SingularInformation`] when `D` is not positive definite.
+pub(crate) fn expected_information_inverse(
+    theta_factor: &DMatrix<f64>,
+    gamma_cov: &DMatrix<f64>,
+    n: usize,
+    b: &DMatrix<f64>,
+    d: &DMatrix<f64>,
+) -> Result<DMatrix<f64>> {
+    let (d1, d2) = (theta_factor.nrows(), gamma_cov.nrows());
+    let n = n as f64;
+    let mut l_d = cholesky(d, "the expected information (its gamma block)")?;
+    lower_inverse_in_place(&mut l_d);
+    let y = matmul(b, &matmul_tn(&l_d, &l_d));
+    let v_tt = matmul(theta_factor, &theta_factor.transpose());
+    let cross = matmul(&v_tt, &y) * -n;
+    let mut inverse = DMatrix::<f64>::zeros(d1 + d2, d1 + d2);
+    inverse.view_mut((0, 0), (d1, d1)).copy_from(&(v_tt * n));
+    inverse.view_mut((0, d1), (d1, d2)).copy_from(&cross);
+    inverse
+        .view_mut((d1, 0), (d2, d1))
+        .copy_from(&cross.transpose());
+    inverse
+        .view_mut((d1, d1), (d2, d2))
+        .copy_from(&(gamma_cov * n));
+    symmetrize(&mut inverse);
+    Ok(inverse)
+}
+
 /// [`covariance_factors`] from the matrices themselves, as means over the `n` samples (what a
 /// driver holds after adding up shard statistics, see [`crate::shard`]): `curvature` is the
 /// expected information for the `expected` kind and the observed Hessian for the others,
@@ -310,5 +346,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn information_inverse_from_the_expected_factors_is_the_inverse() {
+        let data = paper_simulation(800, ActionDesign::Uniform, 5);
+        let params = Params {
+            theta: vec![0.4, -0.2, 0.35],
+            gamma: vec![0.3, -0.45],
+        };
+        let info = expected_information(&data, &params);
+        let f = covariance_factors(&data, &params, CovarianceKind::Expected).unwrap();
+        let (b, _, d) = crate::likelihood::gamma_blocks(&data, &params);
+        let inverse =
+            expected_information_inverse(&f.theta_factor, &f.gamma_cov, data.n(), &b, &d).unwrap();
+        let want = spd_inverse(&info, "test").unwrap();
+        assert!((&inverse - &want).abs().max() <= 1e-10 * want.abs().max());
+        assert_eq!(inverse, inverse.transpose());
+        // It inverts the information (the cross blocks' sign and scale included).
+        let identity = &info * &inverse;
+        assert!((identity - DMatrix::<f64>::identity(5, 5)).abs().max() < 1e-9);
     }
 }

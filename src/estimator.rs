@@ -128,10 +128,12 @@ impl Estimator {
         if self.options.intervals.method == IntervalMethod::Wald {
             return Ok(model);
         }
+        let expected = model.is_expected_fit_of(data).then(|| model.gamma_cov());
         let cal = calibrate::calibrate(
             data,
             model.params(),
             model.packed_factor(),
+            expected,
             &self.options.intervals,
             &self.options.fit,
             cancel,

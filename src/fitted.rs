@@ -343,6 +343,16 @@ impl RewardModel {
         let l = self.theta_cov_factor();
         l * l.transpose()
     }
+    /// Whether this model's covariance is the inverse expected information of `data` at its
+    /// estimate, as [`crate::estimator::Estimator::estimate`] builds it from its training data:
+    /// the `expected` kind and `data`'s sample size and shape (the caller vouches that `data`
+    /// are the training data). Then the model's factors stand in for that information's
+    /// inverse (the heterogeneity diagnostic, the bootstraps' preconditioner).
+    pub(crate) fn is_expected_fit_of(&self, data: &Dataset) -> bool {
+        self.covariance() == CovarianceKind::Expected
+            && (self.n(), self.d1(), self.d2()) == (data.n(), data.d1(), data.d2())
+    }
+
     /// `Cov(gamma_hat) = S_gamma^2 / n`, `d2 x d2`.
     pub(crate) fn gamma_cov(&self) -> &DMatrix<f64> {
         &self.gamma_cov

@@ -81,7 +81,13 @@ impl Preconditioner {
         let mut l = ridged_cholesky(expected_information(data, start));
         // M^-1 = L^-T L^-1.
         lower_inverse_in_place(&mut l);
-        let inverse = matmul_tn(&l, &l);
+        Self::from_inverse(data, matmul_tn(&l, &l))
+    }
+
+    /// From `inverse`, the inverse of the expected information at the common start, already
+    /// at hand (the estimate's own, rebuilt from its `expected` covariance:
+    /// `crate::covariance::expected_information_inverse`).
+    pub(crate) fn from_inverse(data: &Dataset, inverse: DMatrix<f64>) -> Self {
         let z32 = match data.features() {
             FeatureMatrix::F64(z) => Some(single_precision(z)),
             FeatureMatrix::F32(_) => None,

@@ -100,6 +100,19 @@ impl<'a> Settings<'a> {
             preconditioner: OnceLock::new(),
         }
     }
+
+    /// Whether these settings refit in batches (large problems), where the batches'
+    /// preconditioner is used.
+    pub(crate) fn batched(&self) -> bool {
+        self.batched
+    }
+
+    /// These settings with the batches' preconditioner given (for the first start refitted
+    /// in batches, see the field's doc) instead of computed there.
+    pub(crate) fn with_preconditioner(self, pre: Preconditioner) -> Self {
+        let _ = self.preconditioner.set(pre);
+        self
+    }
 }
 
 /// `B` refits' estimates.

@@ -38,6 +38,8 @@ pub(crate) use crate::interval::sample_sd;
 use crate::interval::Rule;
 use crate::linalg::{dot_f32, PackedLower};
 use crate::model::Params;
+use batched::Preconditioner;
+use nalgebra::DMatrix;
 use std::sync::atomic::AtomicBool;
 
 coded_enum! {
@@ -540,6 +542,7 @@ pub(crate) fn calibrate(
     data: &Dataset,
     params: &Params,
     wald_factor: &PackedLower,
+    expected_gamma_cov: Option<&DMatrix<f64>>,
     options: &IntervalOptions,
     estimator: &FitOptions,
     cancel: Option<&AtomicBool>,
@@ -549,6 +552,22 @@ pub(crate) fn calibrate(
         m => m,
     };
     let settings = || draws::Settings::new(data, estimator, cancel);
+    // The parametric bootstraps' batches start at the estimate, where the preconditioner is
+    // the inverse expected information: the model's own covariance when it is that one.
+    let seeded_settings = || {
+        let s = settings();
+        match expected_gamma_cov {
+            Some(gamma_cov) if s.batched() => {
+                match information_inverse(data, params, wald_factor, gamma_cov) {
+                    Ok(inverse) => {
+                        s.with_preconditioner(Preconditioner::from_inverse(data, inverse))
+                    }
+                    Err(_) => s,
+                }
+            }
+            _ => s,
+        }
+    };
     let mut cal = match method {
         IntervalMethod::Wald | IntervalMethod::Auto => {
             return Ok(Calibration::wald(options.method));
@@ -584,7 +603,7 @@ pub(crate) fn calibrate(
                 reps,
                 estimator.seed,
                 draws::Stream::Bootstrap,
-                &settings(),
+                &seeded_settings(),
             )?;
             Calibration {
                 requested: options.method,
@@ -602,7 +621,7 @@ pub(crate) fn calibrate(
         }
         IntervalMethod::Resized => {
             let reps = options.reps.unwrap_or(DEFAULT_RESIZED_REPS);
-            let r = resized::run(data, params, reps, estimator.seed, &settings())?;
+            let r = resized::run(data, params, reps, estimator.seed, &seeded_settings())?;
             Calibration {
                 requested: options.method,
                 method,
@@ -620,6 +639,27 @@ pub(crate) fn calibrate(
     };
     cal.c_hat = c_hat(data, wald_factor, &cal);
     Ok(cal)
+}
+
+/// The inverse of the mean expected information at `params` from its `expected` covariance
+/// (`wald_factor`, `gamma_cov`) and the information's gamma blocks (one pass over the data):
+/// [`crate::covariance::expected_information_inverse`].
+///
+/// Errors: as that function.
+fn information_inverse(
+    data: &Dataset,
+    params: &Params,
+    wald_factor: &PackedLower,
+    gamma_cov: &DMatrix<f64>,
+) -> Result<DMatrix<f64>> {
+    let (b, _, d) = crate::likelihood::gamma_blocks(data, params);
+    crate::covariance::expected_information_inverse(
+        &wald_factor.to_dense(),
+        gamma_cov,
+        data.n(),
+        &b,
+        &d,
+    )
 }
 
 /// Training rows used for `c_hat`.

@@ -85,9 +85,7 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
 ///
 /// Errors: as [`heterogeneity`].
 pub fn heterogeneity_of_fit(data: &Dataset, model: &RewardModel) -> Result<Heterogeneity> {
-    let fitted_here = model.covariance() == CovarianceKind::Expected
-        && (model.n(), model.d1(), model.d2()) == (data.n(), data.d1(), data.d2());
-    if !fitted_here {
+    if !model.is_expected_fit_of(data) {
         return heterogeneity(data, model.params());
     }
     let clusters = Clusters::of(data)?;
