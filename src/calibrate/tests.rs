@@ -515,6 +515,43 @@ fn batched_refits_refill_finished_places_with_the_same_draws() {
     );
 }
 
+/// The batches' preconditioner rebuilt from the model's `expected` covariance
+/// (`calibrate`'s path for a model of these data) is the computed one to rounding, and the
+/// refits it steers reach the same draws.
+#[test]
+fn preconditioner_from_the_model_matches_the_computed_one() {
+    let (data, hat, u) = large_problem(false);
+    let f = crate::covariance::covariance_factors(
+        &data,
+        &hat,
+        crate::covariance::CovarianceKind::Expected,
+    )
+    .unwrap();
+    let packed = crate::linalg::PackedLower::new(&f.theta_factor);
+    let inverse = super::information_inverse(&data, &hat, &packed, &f.gamma_cov).unwrap();
+    let computed = super::batched::Preconditioner::at(&data, &hat);
+    let seeded = super::batched::Preconditioner::from_inverse(&data, inverse);
+    let probe = nalgebra::DMatrix::from_fn(data.d1() + data.d2(), 3, |i, j| {
+        ((i * 7 + j * 13) % 11) as f64 - 5.0
+    });
+    let (a, b) = (computed.apply(&probe), seeded.apply(&probe));
+    assert!((&a - &b).abs().max() <= 1e-8 * a.abs().max());
+    let draw = |b| draws::labels(&u, 5, draws::Stream::Bootstrap, b);
+    let tol = limits(draws::REFIT_SE_TOL, 50);
+    let run = |pre| super::batched::batch(&data, pre, &hat, (4, 4), draw, tol, None).unwrap();
+    let (x, y) = (run(&computed), run(&seeded));
+    let worst = largest_gap_in_standard_errors(
+        &data,
+        &computed,
+        &hat,
+        x.iter().map(|r| &r.0).zip(y.iter().map(|r| &r.0)),
+    );
+    assert!(
+        worst <= 5.0 * draws::REFIT_SE_TOL,
+        "{worst} standard errors apart"
+    );
+}
+
 /// The batched refits give bit-identical draws on 1 and 3 threads.
 #[test]
 fn batched_refits_are_deterministic_whatever_the_thread_count() {
