@@ -530,7 +530,11 @@ pub(crate) fn diagnostics_clustered(
 /// current rayon pool: resolves `auto`, runs the bootstrap's refits, and returns the
 /// [`Calibration`] to attach with `RewardModel::with_calibration` (the pipeline
 /// [`crate::estimator::Estimator::estimate`] does). `wald_factor` is the packed lower Cholesky
-/// factor of the Wald `Cov(theta_hat)` at `params` (for `c_hat`). `estimator` are the fit
+/// factor of the Wald `Cov(theta_hat)` at `params` (for `c_hat`); `expected_gamma_cov` is
+/// `Some(Cov(gamma_hat))` when that covariance is the `expected` kind fitted on `data`
+/// (`RewardModel::is_expected_fit_of`): the batched refits' preconditioner is then rebuilt
+/// from the two ([`information_inverse`]) instead of computed from the data; on `None`, or if
+/// the rebuild fails, it is computed as before. `estimator` are the fit
 /// options `params` were fitted with: the refits run at their tolerance, a refit that does not
 /// converge from the warm start is solved again from the estimator's own starts ([`draws`]),
 /// and `estimator.seed` seeds the label draws. Both option sets come checked, against `data`
