@@ -435,29 +435,42 @@ pub(crate) fn row_squared_norms(data: &Dataset) -> Vec<f64> {
     out
 }
 
-/// `Z^T M / n` (`d1 x d2`, column-major) for `M` row-major `n x d2` with row `i` equal to
-/// `c_i psi_i`. With mostly zero covariates (one-hot psi: at most half of psi non-zero) it is
-/// [`z_psi_sum`], `n d1 nnz(psi)` flops accumulated in `f64`; otherwise one GEMM in the
-/// storage precision of z. Both are thread-count independent.
-fn z_transpose_times<T: Scalar + Element>(
+/// Whether the covariates are mostly zero (one-hot psi: at most half of psi non-zero), where
+/// the cross blocks `sum_i c_i z_i psi_i^T` are cheapest row by row ([`z_psi_sum`], an axpy
+/// per non-zero) rather than by a GEMM.
+fn psi_is_sparse(data: &Dataset) -> bool {
+    let nonzeros = data.psi().iter().filter(|&&p| p != 0.0).count();
+    2 * nonzeros <= data.n() * data.d2()
+}
+
+/// `Z^T M_k / n` (`d1 x d2` each, column-major) for `K` matrices `M_k`, row-major `n x d2` with
+/// row `i` equal to `c(i)[k] psi_i`. With sparse covariates ([`psi_is_sparse`]) each is
+/// [`z_psi_sum`], `n d1 nnz(psi)` flops accumulated in `f64`; otherwise one GEMM of z by all
+/// `K d2` columns at once, in the storage precision of z. Both are thread-count independent.
+fn z_transpose_times<T: Scalar + Element, const K: usize>(
     data: &Dataset,
     z: &[T],
-    c: impl Fn(usize) -> f64 + Sync,
-) -> DMatrix<f64> {
+    c: impl Fn(usize) -> [f64; K] + Sync,
+) -> [DMatrix<f64>; K] {
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
-    let nonzeros = data.psi().iter().filter(|&&p| p != 0.0).count();
-    if 2 * nonzeros <= n * d2 {
-        return z_psi_sum(data, z, |i, _| c(i));
+    if psi_is_sparse(data) {
+        return std::array::from_fn(|k| z_psi_sum(data, z, |i, _| c(i)[k]));
     }
-    let mut m = vec![T::default(); n * d2];
-    for (i, mrow) in m.chunks_exact_mut(d2).enumerate() {
+    let width = K * d2;
+    let mut m = vec![T::default(); n * width];
+    for (i, mrow) in m.chunks_exact_mut(width).enumerate() {
         let ci = c(i);
-        for (o, p) in mrow.iter_mut().zip(data.psi_row(i)) {
-            *o = T::from_f64(ci * p);
+        for (block, ck) in mrow.chunks_exact_mut(d2).zip(ci) {
+            for (o, p) in block.iter_mut().zip(data.psi_row(i)) {
+                *o = T::from_f64(ck * p);
+            }
         }
     }
-    let out = gemm_tn_rows(z, &m, n, d1, d2);
-    DMatrix::from_iterator(d1, d2, out.into_iter().map(|v| v.to_f64() / n as f64))
+    let out = gemm_tn_rows(z, &m, n, d1, width);
+    std::array::from_fn(|k| {
+        let block = &out[k * d1 * d2..(k + 1) * d1 * d2];
+        DMatrix::from_iterator(d1, d2, block.iter().map(|v| v.to_f64() / n as f64))
+    })
 }
 
 /// `(1/n) sum_i c_i z_i psi_i^T` (`d1 x d2`) for the per-row coefficient `c(i, z_i)`, row by
@@ -509,8 +522,9 @@ pub(crate) fn cross_information_over(
     if data.d2() == 0 {
         return DMatrix::zeros(data.d1(), 0);
     }
-    let c = |i: usize| terms[i].weight * terms[i].sigma * terms[i].t;
-    with_features!(@ features, |z| z_transpose_times(data, z, c))
+    let c = |i: usize| [terms[i].weight * terms[i].sigma * terms[i].t];
+    let [block] = with_features!(@ features, |z| z_transpose_times(data, z, c));
+    block
 }
 
 /// The gamma block of the expected information `I_gg = (1/n) sum w_i t_i^2 psi_i psi_i^T`
@@ -535,8 +549,9 @@ pub(crate) fn gamma_information(data: &Dataset, terms: &[SampleTerms]) -> DMatri
 /// The blocks of the second-order matrices at `params` that involve gamma, in double
 /// precision, without the `d1 x d1` block: `(I_tg, H_tg, I_gg)`, the expected information's
 /// cross block, the observed Hessian's (`I_tg` plus [`residual_cross_term`]) and the gamma
-/// block (the same in both). One pass over the data (each row's terms and its share of both
-/// cross blocks, `n d1 nnz(psi)` flops twice) and one over psi: with the inverse of the
+/// block (the same in both). One pass over the data for the terms, which also sums both cross
+/// blocks for sparse covariates (`n d1 nnz(psi)` flops twice); for dense covariates one GEMM
+/// of z by `2 d2` columns forms them ([`z_transpose_times`]). With the inverse of the
 /// expected information's Schur complement (a model's covariance factor) they solve with the
 /// observed Hessian without its Gram product (`crate::cluster`'s diagnostic).
 pub(crate) fn gamma_blocks(
@@ -545,26 +560,38 @@ pub(crate) fn gamma_blocks(
 ) -> (DMatrix<f64>, DMatrix<f64>, DMatrix<f64>) {
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
     let mut terms = vec![SampleTerms::default(); n];
-    // Both cross blocks side by side: I_tg, then the residual term.
+    let fused = psi_is_sparse(data);
+    // Sparse covariates: both cross blocks side by side (I_tg, then the residual term), summed
+    // in the pass that computes the terms.
     let acc = with_features!(data, |z| chunked_sum_with_rows(
         n,
-        2 * d1 * d2,
+        if fused { 2 * d1 * d2 } else { 0 },
         &mut terms,
         |rows, acc, out| {
-            let (info, resid) = acc.split_at_mut(d1 * d2);
             let start = rows.start;
             for i in rows {
                 let zi = row(z, d1, i);
                 let st = row_terms_without_loss(data, zi, params, i);
-                add_z_psi_row(data, i, st.weight * st.sigma * st.t, zi, info);
-                add_z_psi_row(data, i, st.resid, zi, resid);
+                if fused {
+                    let (info, resid) = acc.split_at_mut(d1 * d2);
+                    add_z_psi_row(data, i, st.weight * st.sigma * st.t, zi, info);
+                    add_z_psi_row(data, i, st.resid, zi, resid);
+                }
                 out[i - start] = st;
             }
         }
     ));
-    let (info, resid) = acc.split_at(d1 * d2);
-    let i_tg = DMatrix::from_column_slice(d1, d2, info) / n as f64;
-    let h_tg = &i_tg + DMatrix::from_column_slice(d1, d2, resid) / n as f64;
+    let [i_tg, resid] = if fused {
+        let (info, resid) = acc.split_at(d1 * d2);
+        [info, resid].map(|block| DMatrix::from_column_slice(d1, d2, block) / n as f64)
+    } else {
+        let c = |i: usize| {
+            let st = &terms[i];
+            [st.weight * st.sigma * st.t, st.resid]
+        };
+        with_features!(data, |z| z_transpose_times(data, z, c))
+    };
+    let h_tg = &i_tg + resid;
     (i_tg, h_tg, gamma_information(data, &terms))
 }
 
@@ -791,7 +818,9 @@ mod tests {
     }
 
     /// One-hot psi takes the row-by-row path over its non-zeros, dense psi the GEMM: both
-    /// are the information's cross block.
+    /// are the information's cross block, and [`gamma_blocks`]'s three blocks (summed in its
+    /// terms pass for one-hot psi, by one GEMM of `2 d2` columns for dense psi) are the
+    /// expected information's and the observed Hessian's.
     #[test]
     fn cross_information_is_the_cross_block_for_sparse_and_dense_psi() {
         let params = Params {
@@ -813,6 +842,17 @@ mod tests {
             let cross = cross_information(data, &terms);
             let block = info.view((0, d1), (d1, data.d2()));
             assert!((cross - block).abs().max() < 1e-12);
+            let observed = observed_hessian(data, params);
+            let (i_tg, h_tg, gg) = gamma_blocks(data, params);
+            assert!((i_tg - block).abs().max() < 1e-12);
+            let h_block = observed.view((0, d1), (d1, data.d2()));
+            assert!((&h_tg - h_block).abs().max() < 1e-12);
+            assert!(
+                (h_tg - block).abs().max() > 1e-6,
+                "the residual term is not zero here"
+            );
+            let g_block = info.view((d1, d1), (data.d2(), data.d2()));
+            assert!((gg - g_block).abs().max() < 1e-12);
         }
     }
 

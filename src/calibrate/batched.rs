@@ -10,8 +10,8 @@
 //! trial step of every refit.
 //!
 //! This is the bulk case of the estimator's iteration (argmin's `bulk_*`): its own loop, on
-//! the same settings and rules as every other Newton-CG run — the CG cap and Eisenstat–Walker
-//! forcing of [`crate::fit::newton_cg`], the observed Hessian with Fisher scoring where the
+//! the same settings and rules as every other Newton-CG run — the CG cap, Eisenstat–Walker
+//! forcing and landing rule of [`crate::fit::newton_cg`], the observed Hessian with Fisher scoring where the
 //! first CG direction meets non-positive curvature, the shared Armijo line search
 //! (`crate::fit::line_search::backtrack`, here along precomputed per-sample changes) and the
 //! shared stopping rule (`crate::fit::stop_reason`, on the gradient measured in standard
@@ -36,7 +36,7 @@
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::{Error, Result};
 use crate::fit::line_search::backtrack;
-use crate::fit::newton_cg::{forcing, single_precision, MAX_CG_ITERATIONS};
+use crate::fit::newton_cg::{forcing, single_precision, LANDING, MAX_CG_ITERATIONS};
 use crate::fit::{finite_point, stop_reason, Limits, Termination};
 use crate::likelihood::expected_information;
 use crate::linalg::{
@@ -449,7 +449,11 @@ fn directions(
     refits: &[Refit],
     which: &[usize],
     pre: &Preconditioner,
+    tol: f64,
 ) -> Vec<Vec<f64>> {
+    // CG also stops once the step lands ([`LANDING`]): the linear model's next gradient is
+    // the residual `r`, in standard errors `sqrt(n r^T M^-1 r)` as the stop rule measures it.
+    let landed = (LANDING * tol).powi(2) / data.n() as f64;
     // The per-sample terms at each refit's current point, once per Newton step (not per
     // Hessian product: each costs an exp and a log per sample and refit).
     let terms: Vec<Vec<SampleTerms>> = which
@@ -489,6 +493,10 @@ fn directions(
                 let cg = &mut cgs[j];
                 let zj = z.column(col);
                 let rz_new = dot(&cg.r, zj.as_slice());
+                if rz_new <= landed {
+                    cg.result = Some(cg.x.clone());
+                    continue;
+                }
                 let beta = rz_new / cg.rz;
                 for (p, z) in cg.p.iter_mut().zip(zj.iter()) {
                     *p = z + beta * *p;
@@ -631,7 +639,7 @@ pub(crate) fn batch(
             return Err(Error::Cancelled);
         }
         let active: Vec<usize> = (0..refits.len()).collect();
-        let dirs = directions(data, &refits, &active, pre);
+        let dirs = directions(data, &refits, &active, pre, tol);
         // One GEMM for every trial point of every line search.
         let k = active.len();
         let dt = z_times::<f64>(

@@ -34,7 +34,7 @@ impl Agd {
 }
 
 impl Solver<InMemory<'_>> for Agd {
-    fn step(&mut self, objective: &mut InMemory<'_>, state: &State) -> Result<Step> {
+    fn step(&mut self, objective: &mut InMemory<'_>, state: &State, _tol: f64) -> Result<Step> {
         let data = objective.data();
         let d1 = data.d1();
         let theta: Vec<f64> = state

@@ -78,8 +78,9 @@ pub(crate) enum Step {
 /// One iterative algorithm over an objective `O` (the problem: [`objective::Objective`]):
 /// from a state, produce the next one. The driver (`run_solver`) decides when to stop.
 pub(crate) trait Solver<O: ?Sized> {
-    /// Performs one iteration from `state`.
-    fn step(&mut self, objective: &mut O, state: &State) -> Result<Step>;
+    /// Performs one iteration from `state`. `tol` is the driver's gradient tolerance: an
+    /// inexact solver may stop its inner solve once the step would meet it.
+    fn step(&mut self, objective: &mut O, state: &State, tol: f64) -> Result<Step>;
 
     /// The coordinates this solver moves: the gradient norm driven to the tolerance is theirs
     /// (default: every coordinate).
@@ -174,7 +175,7 @@ pub(crate) fn run_solver<O: ?Sized>(
         if control.should_stop(&progress) {
             return Err(Error::Cancelled);
         }
-        match solver.step(objective, &state)? {
+        match solver.step(objective, &state, tol)? {
             Step::Moved(next) => state = next,
             Step::Stalled => break Termination::Stalled,
         }

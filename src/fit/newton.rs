@@ -62,7 +62,7 @@ pub(crate) fn damped_direction(info: &DMatrix<f64>, g: &DVector<f64>) -> DVector
 }
 
 impl<O: Objective + ?Sized> Solver<O> for Newton {
-    fn step(&mut self, objective: &mut O, state: &State) -> Result<Step> {
+    fn step(&mut self, objective: &mut O, state: &State, _tol: f64) -> Result<Step> {
         let g = DVector::from_vec(self.free.gather(&state.grad, state.params.theta.len()));
         let (info, observed) = objective.curvature_matrices(state, self.free)?;
         let direction = match solve_spd(observed, &g) {

@@ -8,7 +8,8 @@
 //! 1. solves `H d = -g` approximately by CG, using only Hessian-vector products
 //!    (`hessian_vector`: one pass over the data each, from the per-sample terms kept from
 //!    the last evaluation), to a relative residual `eta_k = min(0.5, sqrt(|g|))`
-//!    (Eisenstat–Walker forcing: superlinear convergence, cheap early steps). Where the
+//!    (Eisenstat–Walker forcing: superlinear convergence, cheap early steps), or until the
+//!    step would land within [`LANDING`] of the run's tolerance, if that comes first. Where the
 //!    observed Hessian shows non-positive curvature on the first CG direction (away from a
 //!    minimum: `L_n` is biconvex, not jointly convex) the system is solved with the expected
 //!    information instead (Fisher scoring), as the dense solver does;
@@ -50,6 +51,21 @@ pub(crate) const MAX_CG_ITERATIONS: usize = 250;
 /// gradient of norm `grad_norm` (superlinear convergence, cheap early steps).
 pub(crate) fn forcing(grad_norm: f64) -> f64 {
     grad_norm.sqrt().min(0.5)
+}
+
+/// CG also stops once its residual — the linear model's gradient after the step — is this
+/// fraction of the stop tolerance (measured as the stop rule measures the gradient): the
+/// step then lands where the run stops, and solving further only sharpens a step the stop
+/// rule cannot tell apart. Eisenstat–Walker alone asks the last step for a relative residual
+/// of `sqrt(|g|)`, far below that. Half, not all of it: the model's second-order error and
+/// the single-precision products must not push the gradient back above the tolerance.
+pub(crate) const LANDING: f64 = 0.5;
+
+/// The Euclidean residual at which Newton-CG's CG stops for a gradient of norm `grad_norm`
+/// and a run stopping at gradient norm `tol`: Eisenstat–Walker's [`forcing`], or the
+/// [`LANDING`] fraction of `tol` when that is larger.
+pub(crate) fn residual_target(grad_norm: f64, tol: f64) -> f64 {
+    (forcing(grad_norm) * grad_norm).max(LANDING * tol)
 }
 
 /// Work counters of a Newton-CG run, with the wall-clock seconds of each kind of work (for
@@ -192,18 +208,17 @@ impl NewtonCg {
     }
 }
 
-/// Preconditioned CG on `M d = -g` to relative residual `eta`, `M` the `curvature` at `at`.
+/// Preconditioned CG on `M d = -g` to residual norm `target`, `M` the `curvature` at `at`.
 fn cg<O: Objective + ?Sized>(
     objective: &mut O,
     at: &State,
     pre: &O::Preconditioner,
     g: &[f64],
-    eta: f64,
+    target: f64,
     curvature: Curvature,
     free: Free,
 ) -> Result<CgOutcome> {
     let m = g.len();
-    let gnorm = dot(g, g).sqrt();
     let mut x = vec![0.0; m];
     let mut r: Vec<f64> = g.iter().map(|v| -v).collect();
     let mut z = objective.precondition(pre, &r);
@@ -225,7 +240,7 @@ fn cg<O: Objective + ?Sized>(
             x[j] += alpha * p[j];
             r[j] -= alpha * hp[j];
         }
-        if dot(&r, &r).sqrt() <= eta * gnorm {
+        if dot(&r, &r).sqrt() <= target {
             break;
         }
         z = objective.precondition(pre, &r);
@@ -240,11 +255,11 @@ fn cg<O: Objective + ?Sized>(
 }
 
 impl<O: Objective + ?Sized> Solver<O> for NewtonCg {
-    fn step(&mut self, objective: &mut O, state: &State) -> Result<Step> {
+    fn step(&mut self, objective: &mut O, state: &State, tol: f64) -> Result<Step> {
         let pre = objective.preconditioner(state, self.free)?;
         self.stats.newton_steps += 1;
         let g = self.free.gather(&state.grad, state.params.theta.len());
-        let eta = forcing(dot(&g, &g).sqrt());
+        let target = residual_target(dot(&g, &g).sqrt(), tol);
         // The observed Hessian, or the expected information where it shows non-positive
         // curvature on the first CG direction (Fisher scoring). On theta alone they are the
         // same matrix.
@@ -258,7 +273,7 @@ impl<O: Objective + ?Sized> Solver<O> for NewtonCg {
                 self.stats.fisher_steps += 1;
             }
             if let CgOutcome::Solved(d, iterations) =
-                cg(objective, state, &pre, &g, eta, curvature, self.free)?
+                cg(objective, state, &pre, &g, target, curvature, self.free)?
             {
                 self.stats.cg_iterations += iterations;
                 direction = Some(d);
@@ -289,5 +304,24 @@ impl<O: Objective + ?Sized> Solver<O> for NewtonCg {
 
     fn free(&self) -> Free {
         self.free
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Early steps solve to Eisenstat–Walker's relative residual; the last ones only until the
+    /// step lands within `LANDING tol`, never tighter.
+    #[test]
+    fn cg_stops_at_the_looser_of_forcing_and_landing() {
+        // |g| = 1: forcing 0.5, far above the landing target.
+        assert_eq!(residual_target(1.0, 1e-8), 0.5);
+        // |g| = 1e-4: forcing sqrt(1e-4) = 1e-2, residual 1e-6 > 0.5e-8.
+        assert!((residual_target(1e-4, 1e-8) - 1e-6).abs() < 1e-18);
+        // |g| = 1e-7: forcing would ask 1e-7 * 3.2e-4 = 3.2e-11; landing allows 0.5e-8.
+        assert_eq!(residual_target(1e-7, 1e-8), LANDING * 1e-8);
+        // A zero tolerance is Eisenstat–Walker alone.
+        assert_eq!(residual_target(1e-7, 0.0), forcing(1e-7) * 1e-7);
     }
 }
