@@ -11,13 +11,13 @@
 //!
 //! This is the bulk case of the estimator's iteration (argmin's `bulk_*`): its own loop, on
 //! the same settings and rules as every other Newton-CG run — the CG cap, Eisenstat–Walker
-//! forcing and landing rule of [`crate::fit::newton_cg`], the observed Hessian with Fisher scoring where the
-//! first CG direction meets non-positive curvature, the shared Armijo line search
+//! forcing and landing rule of [`crate::fit::newton_cg`] (the landing measured as the stop
+//! rule measures the gradient), the observed Hessian with Fisher scoring where the first CG
+//! direction meets non-positive curvature, the shared Armijo line search
 //! (`crate::fit::line_search::backtrack`, here along precomputed per-sample changes) and the
 //! shared stopping rule (`crate::fit::stop_reason`, on the gradient measured in standard
-//! errors, see [`batch`]) — preconditioned by the expected
-//! information at the common start, inverted once per calibration (`Preconditioner`): it does not
-//! depend on the labels, and the refits start at the truth they are drawn from and move about
+//! errors, see [`batch`]) — preconditioned by the expected information at the common start,
+//! inverted once per calibration (`Preconditioner`): it does not depend on the labels, and the refits start at the truth they are drawn from and move about
 //! one standard error, so it is close to every refit's Hessian (the preconditioner only sets
 //! CG's speed, never the answer). Against the plain fit's preconditioner (theta block at
 //! `theta = 0`, rescaled) it cuts CG iterations by ~35% at the paper's shape (BENCHMARKS.md).
