@@ -52,7 +52,8 @@ def main(argv=None):
     ap.add_argument("--subset", choices=sorted(SUBSETS), default="full")
     ap.add_argument("--out", type=Path, default=ROOT / "target" / "real-data" / "report")
     ap.add_argument("--data", type=Path, default=None,
-                    help="real-data folder (default: HETREWARD_REAL_DATA or ../shared/data/real)")
+                    help="real-data folder (default: HETREWARD_REAL_DATA, else the repository's "
+                         "data/real)")
     ap.add_argument("--cache", type=Path, default=None,
                     help="embedding cache (default: HETREWARD_EMBED_CACHE or "
                          "~/.cache/hetreward/embeddings)")

@@ -9,8 +9,8 @@
 #      cache, so the embeddings are computed in this run;
 #   4. pytest examples/real-data/tests: embedding cross-check (1e-4), binding fit == CLI fit
 #      (1e-8), held-out accuracy floors, figures written and non-empty, report provenance.
-# The data must be at ../shared/data/real from the repository root (or HETREWARD_REAL_DATA);
-# without it this step fails.
+# The data are the repository's data/real/ (vendored; HETREWARD_REAL_DATA may name another
+# copy): a missing file or a sha256 other than data/real/SHA256SUMS's fails this step.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=scripts/lib/venv.sh
@@ -19,12 +19,12 @@ root=$(pwd)
 for tool in python3 cmake cargo; do
   command -v "$tool" >/dev/null || { echo "$tool not found (scripts/ci.d/00-system-packages.sh installs it)" >&2; exit 1; }
 done
-export HETREWARD_REAL_DATA="${HETREWARD_REAL_DATA:-$root/../shared/data/real}"
-if [ ! -f "$HETREWARD_REAL_DATA/mtbench_human_judgments.zip" ] ||
-   [ ! -f "$HETREWARD_REAL_DATA/hh_rlhf_harmless_base_test.jsonl.gz" ]; then
-  echo "real data not found in $HETREWARD_REAL_DATA (set HETREWARD_REAL_DATA); failing" >&2
+export HETREWARD_REAL_DATA="${HETREWARD_REAL_DATA:-$root/data/real}"
+(cd "$HETREWARD_REAL_DATA" && sha256sum --check --quiet --strict "$root/data/real/SHA256SUMS") || {
+  echo "real data in $HETREWARD_REAL_DATA missing or changed (expected data/real/SHA256SUMS;" \
+    "see data/real/PROVENANCE.md); failing" >&2
   exit 1
-fi
+}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -10,10 +10,10 @@
 #      requests).
 # Cache: ${HETREWARD_CACHE:-~/.cache/hetreward}, keyed by version: a warm rerun takes about a
 # minute or two; a cold one builds libllama (10-25 min on 2 busy cores). A missing input fails
-# the step; nothing is skipped. Needs ../shared/data/real (or HETREWARD_REAL_DATA) as 70-real-data.
+# the step; nothing is skipped. The data are the repository's data/real/ (HETREWARD_REAL_DATA
+# may name another copy), as in 70-real-data.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export HETREWARD_REAL_DATA="${HETREWARD_REAL_DATA:-$(pwd)/../shared/data/real}"
 t0=$(date +%s)
 bash examples/llama-cpp/setup.sh
 echo "--- ctest (examples/llama-cpp)"

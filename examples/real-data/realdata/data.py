@@ -1,5 +1,5 @@
-"""Reading the two real preference data sets from the shared data folder (read-only, never
-copied into the repository): MT-Bench human judgments and HH-RLHF harmless-base test."""
+"""Reading the two real preference data sets vendored in the repository (data/real/, see its
+PROVENANCE.md): MT-Bench human judgments and HH-RLHF harmless-base test."""
 
 import ast
 import csv
@@ -21,20 +21,26 @@ SHA256 = {
 MODELS = ["alpaca-13b", "claude-v1", "gpt-3.5-turbo", "gpt-4", "llama-13b", "vicuna-13b-v1.2"]
 
 
+#: The vendored copy: data/real/ from the repository root.
+VENDORED = Path(__file__).resolve().parents[3] / "data" / "real"
+
+
 def data_dir(explicit=None):
-    """The real-data folder: `explicit`, else HETREWARD_REAL_DATA, else ../shared/data/real from
-    the repository root. Exits loudly if it or a file is missing or a checksum differs."""
-    root = Path(__file__).resolve().parents[3]
-    folder = Path(explicit or os.environ.get("HETREWARD_REAL_DATA")
-                  or root / ".." / "shared" / "data" / "real")
+    """The real-data folder: `explicit`, else HETREWARD_REAL_DATA, else the repository's
+    data/real/. Exits loudly if a file is missing or its sha256 differs from the vendored one's
+    (data/real/PROVENANCE.md)."""
+    folder = Path(explicit or os.environ.get("HETREWARD_REAL_DATA") or VENDORED)
     for name, digest in SHA256.items():
         path = folder / name
         if not path.is_file():
-            raise SystemExit(f"real data missing: {path} not found (set HETREWARD_REAL_DATA to "
-                             f"the folder holding {MTBENCH_FILE} and {HH_FILE})")
+            raise SystemExit(f"real data missing: {path} not found (the repository ships both files "
+                             f"in {VENDORED}; HETREWARD_REAL_DATA or --data must name a folder "
+                             f"holding {MTBENCH_FILE} and {HH_FILE})")
         got = hashlib.sha256(path.read_bytes()).hexdigest()
         if got != digest:
-            raise SystemExit(f"{path}: sha256 {got}, expected {digest} (see its README)")
+            raise SystemExit(f"real data changed: {path} has sha256 {got}, expected {digest} "
+                             f"(data/real/PROVENANCE.md; restore it with `git checkout -- "
+                             f"data/real` or point HETREWARD_REAL_DATA at an unchanged copy)")
     return folder.resolve()
 
 
