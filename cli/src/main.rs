@@ -186,6 +186,61 @@ embedding-like features and a gold reward; fits; prints (a) rationality coeffici
         #[arg(long, value_parser = text::<usize>(), default_value_t = DemoOptions::default().bootstrap_reps)]
         bootstrap_reps: usize,
     },
+    /// Serve an OpenAI-compatible Best-of-N gateway in front of a completions server and an
+    /// embeddings server (docs/serve.md).
+    #[command(after_help = "\
+Example:
+  hetreward serve --model mt_bench.hrm --upstream http://127.0.0.1:8081 \\
+                  --embeddings http://127.0.0.1:8082 --listen 127.0.0.1:8090
+
+best_of candidates come from the upstream (one request with n, topped up in parallel when it
+ignores n), are embedded in one batch by the embeddings server with the projection's template,
+and the n best by the reward's lower confidence bound are returned with their intervals.
+Prints `hetreward serve: listening on http://ADDR` once ready. API keys from the environment:
+HETREWARD_UPSTREAM_API_KEY, HETREWARD_EMBEDDINGS_API_KEY. SIGTERM/SIGINT drain and exit 0;
+SIGHUP reloads the model. Exit 2: bad arguments or model; 1: an upstream does not answer or
+its embedding width differs from the projection's.")]
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// The reward model file (.hrm).
+    #[arg(long)]
+    model: PathBuf,
+    /// The feature projection (default: the model's path with .hrm -> .projection.safetensors).
+    #[arg(long)]
+    projection: Option<PathBuf>,
+    /// Base URL of the OpenAI-compatible generation server (/v1/... is appended).
+    #[arg(long, value_parser = text::<String>())]
+    upstream: String,
+    /// Base URL of the OpenAI-compatible embeddings server (default: the upstream).
+    #[arg(long, value_parser = text::<String>())]
+    embeddings: Option<String>,
+    /// The `model` field sent to /v1/embeddings.
+    #[arg(long, value_parser = text::<String>(), default_value = "embedding")]
+    embeddings_model: String,
+    /// Address to listen on (port 0: any free port).
+    #[arg(long, value_parser = text::<std::net::SocketAddr>(), default_value = "127.0.0.1:8090")]
+    listen: std::net::SocketAddr,
+    /// Requests in flight beyond which the gateway answers 429.
+    #[arg(long, value_parser = text::<usize>(), default_value_t = 64)]
+    max_in_flight: usize,
+    /// Timeout of the generation stage, in seconds.
+    #[arg(long, value_parser = text::<f64>(), default_value_t = 120.0)]
+    generation_timeout: f64,
+    /// Timeout of the embedding stage, in seconds.
+    #[arg(long, value_parser = text::<f64>(), default_value_t = 30.0)]
+    embedding_timeout: f64,
+    /// Largest best_of accepted.
+    #[arg(long, value_parser = text::<usize>(), default_value_t = 64)]
+    max_best_of: usize,
+    /// Default significance level of the intervals (a request's `alpha` overrides it).
+    #[arg(long, value_parser = text::<f64>(), default_value_t = 0.05)]
+    alpha: f64,
+    /// Async worker threads.
+    #[arg(long, value_parser = text::<usize>(), default_value_t = 2)]
+    workers: usize,
 }
 
 #[derive(clap::Args)]
@@ -476,6 +531,7 @@ fn main() -> ExitCode {
             threads,
             bootstrap_reps,
         } => run_demo(seed, n, threads, bootstrap_reps, &mut out),
+        Command::Serve(args) => run_serve(args),
     };
     match result.and_then(|()| out.publish()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -1209,4 +1265,38 @@ mod tests {
             );
         }
     }
+}
+
+/// A timeout flag in seconds as a duration (positive and finite, at most a day).
+fn seconds(flag: &str, value: f64) -> Result<std::time::Duration, Failure> {
+    if value.is_finite() && value > 0.0 && value <= 86_400.0 {
+        Ok(std::time::Duration::from_secs_f64(value))
+    } else {
+        Err(Failure::Error {
+            code: 2,
+            message: format!("{flag} {value}: must be a number of seconds in (0, 86400]"),
+        })
+    }
+}
+
+/// `hetreward serve`: the flags as a `hetreward_serve::Config` (API keys from the
+/// environment), then the gateway until SIGTERM/SIGINT. Exit 2: bad arguments or an
+/// unloadable model; 1: an upstream that cannot be probed or a width mismatch.
+fn run_serve(args: ServeArgs) -> Result<(), Failure> {
+    let mut config = hetreward_serve::Config::new(args.model, args.upstream);
+    config.projection = args.projection;
+    config.embeddings = args.embeddings;
+    config.embeddings_model = args.embeddings_model;
+    config.listen = args.listen;
+    config.max_in_flight = args.max_in_flight;
+    config.generation_timeout = seconds("--generation-timeout", args.generation_timeout)?;
+    config.embedding_timeout = seconds("--embedding-timeout", args.embedding_timeout)?;
+    config.max_best_of = args.max_best_of;
+    config.alpha = args.alpha;
+    config.workers = args.workers;
+    let config = config.with_env_keys();
+    hetreward_serve::run(config).map_err(|e| Failure::Error {
+        code: u8::try_from(e.code).unwrap_or(1),
+        message: e.message,
+    })
 }
