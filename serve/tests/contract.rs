@@ -642,3 +642,32 @@ async fn start_up_refusals() {
     c4.alpha = 2.0;
     assert_eq!(start(c4).await.err().unwrap().code, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_drains_requests_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = write_fixture(dir.path(), 11);
+    let slow = Mock::start(MockOpts {
+        sleep: Duration::from_millis(600),
+        ..MockOpts::default()
+    });
+    let gw = gateway(&model, &slow, &slow, |_| {}).await;
+    let url = gw.url();
+    let u2 = url.clone();
+    let inflight = tokio::spawn(async move {
+        reqwest::Client::new()
+            .post(format!("{u2}/v1/completions"))
+            .json(&json!({"prompt": "p", "best_of": 2}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let t = std::time::Instant::now();
+    gw.shutdown().await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(300), "shutdown did not wait for the request");
+    assert_eq!(inflight.await.unwrap(), 200, "the request in flight was answered");
+    assert!(reqwest::get(format!("{url}/health")).await.is_err(), "still accepting");
+}
