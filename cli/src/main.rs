@@ -1193,6 +1193,40 @@ fn print_model(
     Ok(())
 }
 
+/// A timeout flag in seconds as a duration (positive and finite, at most a day).
+fn seconds(flag: &str, value: f64) -> Result<std::time::Duration, Failure> {
+    if value.is_finite() && value > 0.0 && value <= 86_400.0 {
+        Ok(std::time::Duration::from_secs_f64(value))
+    } else {
+        Err(Failure::Error {
+            code: 2,
+            message: format!("{flag} {value}: must be a number of seconds in (0, 86400]"),
+        })
+    }
+}
+
+/// `hetreward serve`: the flags as a `hetreward_serve::Config` (API keys from the
+/// environment), then the gateway until SIGTERM/SIGINT. Exit 2: bad arguments or an
+/// unloadable model; 1: an upstream that cannot be probed or a width mismatch.
+fn run_serve(args: ServeArgs) -> Result<(), Failure> {
+    let mut config = hetreward_serve::Config::new(args.model, args.upstream);
+    config.projection = args.projection;
+    config.embeddings = args.embeddings;
+    config.embeddings_model = args.embeddings_model;
+    config.listen = args.listen;
+    config.max_in_flight = args.max_in_flight;
+    config.generation_timeout = seconds("--generation-timeout", args.generation_timeout)?;
+    config.embedding_timeout = seconds("--embedding-timeout", args.embedding_timeout)?;
+    config.max_best_of = args.max_best_of;
+    config.alpha = args.alpha;
+    config.workers = args.workers;
+    let config = config.with_env_keys();
+    hetreward_serve::run(config).map_err(|e| Failure::Error {
+        code: u8::try_from(e.code).unwrap_or(1),
+        message: e.message,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1265,38 +1299,4 @@ mod tests {
             );
         }
     }
-}
-
-/// A timeout flag in seconds as a duration (positive and finite, at most a day).
-fn seconds(flag: &str, value: f64) -> Result<std::time::Duration, Failure> {
-    if value.is_finite() && value > 0.0 && value <= 86_400.0 {
-        Ok(std::time::Duration::from_secs_f64(value))
-    } else {
-        Err(Failure::Error {
-            code: 2,
-            message: format!("{flag} {value}: must be a number of seconds in (0, 86400]"),
-        })
-    }
-}
-
-/// `hetreward serve`: the flags as a `hetreward_serve::Config` (API keys from the
-/// environment), then the gateway until SIGTERM/SIGINT. Exit 2: bad arguments or an
-/// unloadable model; 1: an upstream that cannot be probed or a width mismatch.
-fn run_serve(args: ServeArgs) -> Result<(), Failure> {
-    let mut config = hetreward_serve::Config::new(args.model, args.upstream);
-    config.projection = args.projection;
-    config.embeddings = args.embeddings;
-    config.embeddings_model = args.embeddings_model;
-    config.listen = args.listen;
-    config.max_in_flight = args.max_in_flight;
-    config.generation_timeout = seconds("--generation-timeout", args.generation_timeout)?;
-    config.embedding_timeout = seconds("--embedding-timeout", args.embedding_timeout)?;
-    config.max_best_of = args.max_best_of;
-    config.alpha = args.alpha;
-    config.workers = args.workers;
-    let config = config.with_env_keys();
-    hetreward_serve::run(config).map_err(|e| Failure::Error {
-        code: u8::try_from(e.code).unwrap_or(1),
-        message: e.message,
-    })
 }
