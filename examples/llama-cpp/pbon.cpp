@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <stdexcept>
 
 #include "llama.h"
@@ -51,6 +52,53 @@ void check(hetreward_status s, const char *what) {
 }
 
 }  // namespace
+
+std::string valid_utf8(const std::string &s) {
+    static const char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
+    std::string out;
+    out.reserve(s.size());
+    const size_t n = s.size();
+    for (size_t i = 0; i < n;) {
+        const auto c = (unsigned char)s[i];
+        if (c < 0x80) {
+            out += (char)c;
+            ++i;
+            continue;
+        }
+        // The well-formed sequences (Unicode, Table 3-7): the lead byte fixes the length and
+        // the range of the second byte; later bytes are 80..BF.
+        int len = 0;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) {
+            len = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0) lo = 0xA0;  // no overlong forms
+            if (c == 0xED) hi = 0x9F;  // no surrogates
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0) lo = 0x90;  // no overlong forms
+            if (c == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+        }
+        if (len == 0) {  // 80..C1, F5..FF: never a lead byte
+            out += kReplacement;
+            ++i;
+            continue;
+        }
+        size_t j = i + 1;
+        for (int k = 1; k < len && j < n; ++k, ++j) {
+            const auto d = (unsigned char)s[j];
+            if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF)) break;
+        }
+        if (j - i == (size_t)len) {
+            out.append(s, i, len);
+        } else {
+            out += kReplacement;  // the maximal subpart s[i, j): one U+FFFD
+        }
+        i = j;
+    }
+    return out;
+}
 
 Projection Projection::load(const std::string &path) {
     std::ifstream f(path, std::ios::binary);
@@ -229,10 +277,14 @@ std::vector<std::string> Engine::generate(const std::string &prompt, const Optio
     if (llama_decode(gen_ctx_, batch) != 0) throw std::runtime_error("llama_decode failed on the prompt");
     for (int s = 0; s < n; ++s) {
         auto *chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
-        llama_sampler_chain_add(chain, llama_sampler_init_top_k(40));
-        llama_sampler_chain_add(chain, llama_sampler_init_top_p(opt.top_p, 1));
-        llama_sampler_chain_add(chain, llama_sampler_init_temp(opt.temperature));
-        llama_sampler_chain_add(chain, llama_sampler_init_dist(opt.seed + (unsigned)s));
+        if (opt.temperature == 0) {  // greedy, as OpenAI's temperature = 0
+            llama_sampler_chain_add(chain, llama_sampler_init_greedy());
+        } else {
+            llama_sampler_chain_add(chain, llama_sampler_init_top_k(40));
+            llama_sampler_chain_add(chain, llama_sampler_init_top_p(opt.top_p, 1));
+            llama_sampler_chain_add(chain, llama_sampler_init_temp(opt.temperature));
+            llama_sampler_chain_add(chain, llama_sampler_init_dist(opt.seed + (uint32_t)s));
+        }
         guard.s.push_back(chain);
     }
     std::vector<std::string> out(n);
@@ -304,21 +356,27 @@ Result Engine::run(const std::string &prompt, const std::string &question, const
         throw std::invalid_argument("n must be in 1.." + std::to_string(max_n_));
     }
     if (opt.max_tokens < 1) throw std::invalid_argument("max_tokens must be >= 1");
-    if (!(opt.temperature > 0) || !(opt.top_p > 0 && opt.top_p <= 1)) {
-        throw std::invalid_argument("temperature must be > 0 and top_p in (0, 1]");
+    if (!(opt.temperature >= 0 && opt.temperature <= 2) || !(opt.top_p > 0 && opt.top_p <= 1)) {
+        throw std::invalid_argument("temperature must be in [0, 2] and top_p in (0, 1]");
     }
     Result r;
+    Options o = opt;
+    if (o.seed == kRandomSeed) {
+        std::random_device rd;
+        do o.seed = (uint32_t)rd(); while (o.seed == kRandomSeed);
+    }
+    r.seed = o.seed;
     auto t0 = clock_type::now();
     std::vector<std::string> finish;
     std::vector<int> ntok;
-    auto texts = generate(prompt, opt, finish, ntok, r.prompt_tokens);
+    auto texts = generate(prompt, o, finish, ntok, r.prompt_tokens);
     r.t_generate = seconds_since(t0);
     t0 = clock_type::now();
     r.candidates.resize(texts.size());
     std::vector<float> phi;
     for (size_t i = 0; i < texts.size(); ++i) {
         auto &c = r.candidates[i];
-        c.text = texts[i];
+        c.text = valid_utf8(texts[i]);  // a token cap may have cut a multi-byte character
         c.finish_reason = finish[i];
         c.tokens = ntok[i];
         c.embedding = embed(proj_.text(question, c.text));
