@@ -6,8 +6,9 @@
 # Creates a venv (target/real-data/venv, or HETREWARD_REAL_VENV) with requirements.txt and the
 # embedding model package, builds the library (cargo build --release -p hetreward --lib) unless HETREWARD_LIB
 # points at an installed libhetreward.so, and runs run.py. Data: the repository's data/real/
-# (vendored, sha256-checked) unless HETREWARD_REAL_DATA names another copy. Embedding cache: HETREWARD_EMBED_CACHE or
-# ~/.cache/hetreward/embeddings. Report: target/real-data/report/report.md by default.
+# (vendored, sha256-checked) unless HETREWARD_REAL_DATA names another copy. Embedding cache:
+# HETREWARD_EMBED_CACHE or ~/.cache/hetreward/embeddings. Report: target/real-data/report/report.md
+# by default.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
