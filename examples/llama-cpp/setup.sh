@@ -104,8 +104,9 @@ if [ ! -f "$server_prefix/.complete" ]; then
   rm -rf "$build"
   touch "$server_prefix/.complete"
 fi
-# pytest for serve/tests/e2e (the venv's other pins are above; installed here to keep that key).
-"$py" -m pip install -q --disable-pip-version-check "pytest==9.0.3"
+# pytest and requests for serve/tests/e2e (the venv's other pins are above; installed here so that
+# its key, and the cache of the stages keyed on it, stay as they are).
+"$py" -m pip install -q --disable-pip-version-check "pytest==9.0.3" "requests==2.34.2"
 done_stage
 
 # 3. libllama
