@@ -284,13 +284,16 @@ pub fn run(config: Config) -> Result<(), StartError> {
         .build()
         .map_err(|e| fail(1, format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(async move {
+        // Handlers first: a SIGTERM that comes while the model loads, or right after the
+        // listening line, is then a drain and exit 0, not the default action's death.
+        let mut signals = Signals::install();
         let gateway = start(config).await?;
         {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "hetreward serve: listening on {}", gateway.url());
             let _ = out.flush();
         }
-        wait_for_stop(&gateway).await;
+        signals.wait_for_stop(&gateway).await;
         eprintln!("hetreward serve: draining the requests in flight");
         gateway
             .shutdown()
@@ -301,31 +304,56 @@ pub fn run(config: Config) -> Result<(), StartError> {
     })
 }
 
-/// Waits for SIGTERM or SIGINT, reloading on each SIGHUP meanwhile.
+/// The process's SIGTERM, SIGINT and SIGHUP streams, installed before anything else.
 #[cfg(unix)]
-async fn wait_for_stop(gateway: &Gateway) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        let _ = tokio::signal::ctrl_c().await;
-        return;
-    };
-    loop {
-        tokio::select! {
-            _ = term.recv() => return,
-            _ = int.recv() => return,
-            _ = hup.recv() => match gateway.state.reload().await {
-                Ok(_) => eprintln!("hetreward serve: SIGHUP: model reloaded"),
-                Err(e) => eprintln!("hetreward serve: SIGHUP: reload failed, old model kept: {e}"),
-            },
+struct Signals {
+    streams: Option<[tokio::signal::unix::Signal; 3]>,
+}
+
+#[cfg(unix)]
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{signal, SignalKind};
+        let streams = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(t), Ok(i), Ok(h)) => Some([t, i, h]),
+            _ => None,
+        };
+        Signals { streams }
+    }
+
+    /// Waits for SIGTERM or SIGINT, reloading on each SIGHUP meanwhile.
+    async fn wait_for_stop(&mut self, gateway: &Gateway) {
+        let Some([term, int, hup]) = self.streams.as_mut() else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        loop {
+            tokio::select! {
+                _ = term.recv() => return,
+                _ = int.recv() => return,
+                _ = hup.recv() => match gateway.state.reload().await {
+                    Ok(_) => eprintln!("hetreward serve: SIGHUP: model reloaded"),
+                    Err(e) => eprintln!("hetreward serve: SIGHUP: reload failed, old model kept: {e}"),
+                },
+            }
         }
     }
 }
 
 #[cfg(not(unix))]
-async fn wait_for_stop(_gateway: &Gateway) {
-    let _ = tokio::signal::ctrl_c().await;
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn install() -> Signals {
+        Signals
+    }
+
+    async fn wait_for_stop(&mut self, _gateway: &Gateway) {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
