@@ -147,6 +147,24 @@ async fn vllm_completions_with_n_and_best_of() {
     assert_eq!(a["hetreward"]["alpha"], 0.2);
     check_selection(&model, "Q?", &a, 1, Policy::Bon);
 
+    // stream without best_of: proxied unchanged and unscored.
+    let (s, a) = post(
+        &gw,
+        "/v1/completions",
+        json!({"prompt": "s", "stream": true, "max_tokens": 2}),
+    )
+    .await;
+    assert_eq!(s, 200, "{a}");
+    assert!(
+        a.get("hetreward").is_none() && a["choices"][0]["text"].is_string(),
+        "{a}"
+    );
+    let sent = up.requests("/v1/completions");
+    assert_eq!(
+        sent.last().unwrap(),
+        &json!({"prompt": "s", "stream": true, "max_tokens": 2})
+    );
+
     // /v1/models passed through; /health ok; metrics named.
     let m: Value = reqwest::get(format!("{}/v1/models", gw.url()))
         .await
@@ -176,7 +194,7 @@ async fn vllm_completions_with_n_and_best_of() {
         assert!(text.contains(name), "{name} missing from\n{text}");
     }
     assert!(
-        text.contains("route=\"/v1/completions\",status=\"200\"} 2"),
+        text.contains("route=\"/v1/completions\",status=\"200\"} 3"),
         "{text}"
     );
     gw.shutdown().await.unwrap();
@@ -667,7 +685,17 @@ async fn shutdown_drains_requests_in_flight() {
     tokio::time::sleep(Duration::from_millis(150)).await;
     let t = std::time::Instant::now();
     gw.shutdown().await.unwrap();
-    assert!(t.elapsed() >= Duration::from_millis(300), "shutdown did not wait for the request");
-    assert_eq!(inflight.await.unwrap(), 200, "the request in flight was answered");
-    assert!(reqwest::get(format!("{url}/health")).await.is_err(), "still accepting");
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "shutdown did not wait for the request"
+    );
+    assert_eq!(
+        inflight.await.unwrap(),
+        200,
+        "the request in flight was answered"
+    );
+    assert!(
+        reqwest::get(format!("{url}/health")).await.is_err(),
+        "still accepting"
+    );
 }
