@@ -8,12 +8,14 @@ time to a clear error (and to recovery) of each is recorded in target/serve-e2e/
 * SIGSTOP of the embedder with --embedding-timeout 3: a 504 naming the embedding stage in ~3 s;
   SIGCONT: it recovers.
 * model reload under load (POST /admin/reload and SIGHUP while 16 clients run): 0 failures.
-* a client that disconnects: hetreward_requests_cancelled_total increments and llama-server's
-  slots become idle (its GET /slots) within seconds.
+* a client that disconnects: hetreward_requests_cancelled_total increments and the gateway
+  closes its upstream connection within seconds (llama-server's /slots recorded: it does not
+  always notice a closed connection, even without the gateway).
 * SIGTERM with requests in flight: they complete with 200, new connections are refused, exit 0.
 * more than --max-in-flight requests: 429 rate_limit_error, fast.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -211,35 +213,49 @@ def test_reload_under_load_no_failure(cfg, generator, embedder, model_name, faul
         gw.proc.kill()
 
 
+def tcp_states(port):
+    """Counts of the TCP states of the sockets whose local port is `port` (the server side of
+    its connections): "01" ESTABLISHED, "08" CLOSE_WAIT (the peer closed), "0A" LISTEN."""
+    out = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                parts = line.split()
+                if int(parts[1].rsplit(":", 1)[1], 16) == port:
+                    out[parts[3]] = out.get(parts[3], 0) + 1
+    return out
+
+
 def test_client_disconnect_cancels_upstream(cfg, embedder, model_name, faults):
+    """The gateway's part: the request counted cancelled and its upstream connection closed
+    (the generator's side of it leaves ESTABLISHED). Whether llama-server then frees its slots
+    is its own polling: measured on this build, directly without the gateway too, it often
+    keeps generating to max_tokens after its client closed the connection, so that time is
+    recorded, not asserted."""
     gen = u.LlamaServer(cfg, "gen", name="llama-gen-cancel")
     gw = u.Gateway(cfg, gen.url, embedder.url, name="gateway-cancel")
     rec = faults.setdefault("client_disconnect", {})
     try:
         c0 = u.metric(gw.metrics(), "hetreward_requests_cancelled_total")
-        seen_busy = []
-
-        def client():
-            try:
-                requests.post(gw.url + "/v1/chat/completions", json=long_body(model_name, max_tokens=300),
-                           timeout=(5.0, 2.0))
-                return "completed"
-            except requests.ReadTimeout:
-                return "disconnected"
-
-        with ThreadPoolExecutor(1) as pool:
-            fut = pool.submit(client)
-            wait_until(lambda: seen_busy.append(busy_slots(gen)) or seen_busy[-1] >= 4, 2.0)
-            outcome = fut.result(timeout=30)
+        body = json.dumps(long_body(model_name, max_tokens=200)).encode()
+        sock = socket.create_connection(("127.0.0.1", gw.port), timeout=5)
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        assert wait_until(lambda: busy_slots(gen) >= 4, 10) is not None, "generation never started"
+        established = tcp_states(gen.port).get("01", 0)
+        assert established >= 1, tcp_states(gen.port)
+        sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
         t_disc = time.monotonic()
-        assert outcome == "disconnected", outcome
-        assert max(seen_busy) >= 4, f"generation was not running when the client left: {seen_busy}"
         t_cancel = wait_until(lambda: u.metric(gw.metrics(), "hetreward_requests_cancelled_total") - c0 >= 1, 5)
-        t_idle = wait_until(lambda: busy_slots(gen) == 0, 5)
+        t_closed = wait_until(lambda: tcp_states(gen.port).get("01", 0) < established, 5, step=0.01)
         rec.update(cancel_counted_after_s=t_cancel and round(t_cancel, 3),
-                   slots_idle_after_s=round(time.monotonic() - t_disc, 3) if t_idle is not None else None)
+                   upstream_connection_closed_after_s=t_closed and round(time.monotonic() - t_disc, 3),
+                   generator_tcp_states_after=tcp_states(gen.port))
         assert t_cancel is not None, "hetreward_requests_cancelled_total did not increment within 5 s"
-        assert t_idle is not None, f"llama-server slots still busy 5 s after the disconnect: {gen.slots()}"
+        assert t_closed is not None, f"the gateway kept its upstream connection open: {tcp_states(gen.port)}"
+        t_idle = wait_until(lambda: busy_slots(gen) == 0, 5)
+        rec["llama_server_slots_idle_after_s"] = t_idle and round(time.monotonic() - t_disc, 3)
         assert gw.post("/v1/completions", small_body(model_name)).status_code == 200
     finally:
         gw.proc.kill()
