@@ -50,6 +50,7 @@ Examples:
   hetreward score model.hrm answers.safetensors --alpha 0.05 --json
   hetreward compare model.hrm pairs.csv --method exact
   hetreward select model.hrm candidates.safetensors --policy pbon --json
+  hetreward serve --model model.hrm --upstream http://127.0.0.1:8081   # OpenAI-compatible pBoN gateway
 
 Exit codes: 0 ok; 1 internal failure (e.g. singular information); 2 bad input (arguments, data,
 files) or an output that cannot be written (a file, or stdout: e.g. a full disk); 3 not
