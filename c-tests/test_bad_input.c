@@ -534,7 +534,7 @@ static void dataset_file_cases(void) {
          hetreward_dataset_load(csv, &out_ds));
     write_text(csv, "cluster,y,psi0,z1\n1.5,1,1,0.5\n2,0,1,-0.5\n3,1,1,0.25\n");
     CASE("file", "CSV: a cluster id that is not an integer", HETREWARD_BAD_FORMAT,
-         "`cluster` row 0",
+         "column `cluster`, data row 1: cluster id 1.5",
          hetreward_dataset_load(csv, &out_ds));
 
     /* safetensors: written by hand (header length, JSON header, little-endian data). */
@@ -708,6 +708,19 @@ static void fitter_cases(void) {
     reset_outputs();
     hetreward_dataset_free(ds);
     ds = NULL;
+    /* Issue 32 item 4: a single cluster is bad input naming the cluster ids (it failed as a
+     * sandwich "not positive definite", a numerical failure). */
+    {
+        int64_t one[N];
+        size_t r;
+        for (r = 0; r < N; r++) one[r] = 7;
+        CHECK_OK(hetreward_dataset_new(N, D1, D2, data.z, data.psi0, data.psi, data.y, one, &ds));
+        CASE("params.covariance", "CLUSTER on a dataset whose rows all have one cluster id",
+             HETREWARD_INVALID_ARGUMENT, "`cluster`" SEP "at least 2 clusters",
+             hetreward_fitter_fit(f, ds, &out_model));
+        hetreward_dataset_free(ds);
+        ds = NULL;
+    }
     hetreward_fitter_free(f);
     check_fit_again();
 

@@ -357,8 +357,50 @@ fn cli_bad_input_matrix() {
             "cluster,y,psi0,z1\n1.5,1,1,0.5\n2,0,1,-0.5\n3,1,1,0.25\n"
         ),
         2,
-        &["cluster.csv", "`cluster` row 0"]
+        &[
+            "cluster.csv",
+            "column `cluster`, data row 1: cluster id 1.5"
+        ]
     );
+    // Issue 32 item 4: rows are 1-based in CSV messages, as everywhere else in a CSV file.
+    fit_case!(
+        "DATA",
+        "CSV: cluster id 2.5 on data row 8",
+        m.write(
+            "cluster8.csv",
+            &clustered_csv(&training(), 5)
+                .lines()
+                .enumerate()
+                .map(|(line, text)| match line {
+                    8 => format!("2.5{}\n", &text[1..]), // data row 8: id 7 % 5 = 2
+                    _ => format!("{text}\n"),
+                })
+                .collect::<String>()
+        ),
+        2,
+        &[
+            "cluster8.csv",
+            "column `cluster`, data row 8: cluster id 2.5"
+        ]
+    );
+    // Issue 32 item 4: `--covariance cluster` with a single cluster is bad input naming the
+    // cluster column (it failed as a sandwich "not positive definite", exit 1).
+    let one_cluster = m.write("one_cluster.csv", &clustered_csv(&training(), 1));
+    m.case(
+        "--covariance",
+        "`cluster` on data whose rows all have one cluster id",
+        &[
+            "fit",
+            &one_cluster,
+            "--out",
+            &m.p("one.hrm"),
+            "--covariance",
+            "cluster",
+        ],
+        2,
+        &["`cluster`", "at least 2 clusters"],
+    );
+    assert!(!m.path("one.hrm").exists());
     // safetensors.
     let st = |name: &str, tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]| {
         write_safetensors(&m.path(name), tensors);
