@@ -159,7 +159,12 @@ fn synthetic_model(d1: usize, method: IntervalMethod, b: usize) -> RewardModel {
         b,
         1,
         0,
-        [1.0, 1.05, 1.0],
+        // Only the resized bootstrap estimates an inflation; the others store 1.
+        if method == IntervalMethod::Resized {
+            [1.0, 1.05, 1.0]
+        } else {
+            [1.0; 3]
+        },
         vec![],
         draws,
         vec![],

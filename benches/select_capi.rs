@@ -168,7 +168,8 @@ fn main() {
         [1.0; 3],
         vec![0.0; d2],
         theta_draws.clone(),
-        vec![0.0; b * d2],
+        // Every stored coefficient's draws vary (a reader refuses draws all equal).
+        (0..b * d2).map(|i| 0.01 * ((i / d2) % 2) as f32).collect(),
         d1,
         d2,
     )

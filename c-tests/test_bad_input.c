@@ -534,7 +534,7 @@ static void dataset_file_cases(void) {
          hetreward_dataset_load(csv, &out_ds));
     write_text(csv, "cluster,y,psi0,z1\n1.5,1,1,0.5\n2,0,1,-0.5\n3,1,1,0.25\n");
     CASE("file", "CSV: a cluster id that is not an integer", HETREWARD_BAD_FORMAT,
-         "`cluster` row 0",
+         "column `cluster`, data row 1: cluster id 1.5",
          hetreward_dataset_load(csv, &out_ds));
 
     /* safetensors: written by hand (header length, JSON header, little-endian data). */
@@ -708,6 +708,19 @@ static void fitter_cases(void) {
     reset_outputs();
     hetreward_dataset_free(ds);
     ds = NULL;
+    /* Issue 32 item 4: a single cluster is bad input naming the cluster ids (it failed as a
+     * sandwich "not positive definite", a numerical failure). */
+    {
+        int64_t one[N];
+        size_t r;
+        for (r = 0; r < N; r++) one[r] = 7;
+        CHECK_OK(hetreward_dataset_new(N, D1, D2, data.z, data.psi0, data.psi, data.y, one, &ds));
+        CASE("params.covariance", "CLUSTER on a dataset whose rows all have one cluster id",
+             HETREWARD_INVALID_ARGUMENT, "`cluster`" SEP "at least 2 clusters",
+             hetreward_fitter_fit(f, ds, &out_model));
+        hetreward_dataset_free(ds);
+        ds = NULL;
+    }
     hetreward_fitter_free(f);
     check_fit_again();
 
@@ -1567,6 +1580,43 @@ static void issue22_cases(void) {
     free(crafted);
     hetreward_model_free(resized);
     hetreward_fitter_free(resized_fitter);
+
+    /* Issue 31 item 1 / issue 32 item 3: a cluster model on 6 annotators (6 draws, fewer than a
+     * bootstrap's least B) loads from its own bytes; the same bytes with every draw of theta[0]
+     * equal (SE 0, z = inf) are refused, naming the coefficient and the cluster jackknife. */
+    {
+        int64_t six[N];
+        hetreward_dataset *six_ds = NULL;
+        for (i = 0; i < N; i++) six[i] = (int64_t)(i % 6);
+        CHECK_OK(hetreward_dataset_new(N, D1, D2, data.z, data.psi0, data.psi, data.y, six,
+                                       &six_ds));
+        p = hetreward_fit_default_params();
+        p.intervals = HETREWARD_INTERVALS_CLUSTER_ONESTEP;
+        CHECK_OK(hetreward_fitter_new(&p, &resized_fitter));
+        CHECK_OK(hetreward_fitter_fit(resized_fitter, six_ds, &resized));
+        CHECK_OK(hetreward_model_save_buffer(resized, NULL, 0, &len));
+        buf = (uint8_t *)checked_malloc(len);
+        crafted = (uint8_t *)checked_malloc(len);
+        CHECK_OK(hetreward_model_save_buffer(resized, buf, len, &len));
+        CASE("buf", "a cluster-onestep model fitted on 6 annotators (6 draws)", HETREWARD_OK, "",
+             hetreward_model_load_buffer(buf, len, &out_model));
+        hetreward_model_free(out_model);
+        reset_outputs();
+        memcpy(crafted, buf, len);
+        for (i = 1; i < 6; i++) memcpy(crafted + MF_HEADER + draws + 4 * D1 * i,
+                                       crafted + MF_HEADER + draws, 4);
+        reseal(crafted, len);
+        CASE("buf", "cluster model, valid checksum, all 6 draws of theta[0] equal (SE 0)",
+             HETREWARD_BAD_FORMAT,
+             "<buffer>" SEP "`theta draws`[*][0]: all 6 draws equal" SEP
+             "the cluster jackknife (one-step)",
+             hetreward_model_load_buffer(crafted, len, &out_model));
+        free(buf);
+        free(crafted);
+        hetreward_model_free(resized);
+        hetreward_fitter_free(resized_fitter);
+        hetreward_dataset_free(six_ds);
+    }
 
     /* Class 4: a path that names a folder by its spelling is refused before anything is
      * written (it used to fail only at the final rename). */

@@ -44,11 +44,41 @@ coded_enum! {
     }
 }
 
+/// Checks that `data` can support the `cluster` covariance: cluster ids, and at least two
+/// distinct ones — the meat sums the scores within each cluster, and one cluster's sum is the
+/// total score, zero at the estimate, so a single cluster leaves no variance to estimate.
+///
+/// Errors: [`Error::InvalidArgument`] naming `covariance` without cluster ids, `cluster` (the
+/// column) with a single id.
+fn check_clusters(data: &Dataset) -> Result<()> {
+    let Some(ids) = data.cluster() else {
+        return Err(Error::invalid(
+            "covariance",
+            "`cluster` covariance needs cluster ids in the data",
+        ));
+    };
+    if let Some(&first) = ids
+        .first()
+        .filter(|&&first| ids.iter().all(|&id| id == first))
+    {
+        return Err(Error::invalid(
+            "cluster",
+            format!(
+                "every row has cluster id {first}: the `cluster` covariance needs at least 2 \
+                 clusters (one cluster's summed scores are the total score, zero at the \
+                 estimate)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The asymptotic covariance `V` of the estimator at `params` (see the module docs).
 /// `V` is `(d1 + d2) x (d1 + d2)`, theta first.
 ///
 /// Errors: [`Error::SingularInformation`] when the information/Hessian cannot be inverted
-/// reliably; [`Error::InvalidArgument`] for `Cluster` on data without cluster ids.
+/// reliably; [`Error::InvalidArgument`] for `Cluster` on data without cluster ids or with a
+/// single cluster.
 ///
 /// The library computes [`covariance_factors`] instead; this dense `V` is the tests' reference.
 #[cfg(test)]
@@ -67,11 +97,8 @@ pub(crate) fn asymptotic_covariance(
         }
         CovarianceKind::Robust | CovarianceKind::Cluster => {
             let clustered = kind == CovarianceKind::Cluster;
-            if clustered && data.cluster().is_none() {
-                return Err(Error::invalid(
-                    "covariance",
-                    "`cluster` covariance needs cluster ids in the data",
-                ));
+            if clustered {
+                check_clusters(data)?;
             }
             let h_inv = spd_inverse(&observed_hessian(data, params), "the observed Hessian")?;
             let meat = score_outer_product(data, params, clustered);
@@ -156,7 +183,8 @@ fn schur(blocks: Blocks, what: &str) -> Result<Schur> {
 /// the dense `V` (`asymptotic_covariance`, the tests' reference) divided by `n`.
 ///
 /// Errors: [`Error::SingularInformation`] when the information/Hessian cannot be inverted
-/// reliably; [`Error::InvalidArgument`] for `Cluster` on data without cluster ids.
+/// reliably; [`Error::InvalidArgument`] for `Cluster` on data without cluster ids or with a
+/// single cluster.
 #[doc(hidden)] // reached through `crate::internals` only
 pub fn covariance_factors(
     data: &Dataset,
@@ -174,11 +202,8 @@ pub fn covariance_factors(
         }
         CovarianceKind::Robust | CovarianceKind::Cluster => {
             let clustered = kind == CovarianceKind::Cluster;
-            if clustered && data.cluster().is_none() {
-                return Err(Error::invalid(
-                    "covariance",
-                    "`cluster` covariance needs cluster ids in the data",
-                ));
+            if clustered {
+                check_clusters(data)?;
             }
             let meat = score_outer_product(data, params, clustered);
             let hessian = observed_hessian(data, params);

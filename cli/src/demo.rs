@@ -462,6 +462,27 @@ pub struct CalibratedReport {
     pub rows: Vec<(String, f64, RewardInterval, RewardInterval)>,
 }
 
+impl CalibratedReport {
+    /// What the picked method's intervals are, in words for report (d): the bootstraps' `B`
+    /// refits (percentile, or the resized inflation); the cluster jackknives' `G` annotators
+    /// (`reps`) and their t(G-1) quantiles; nothing for Wald.
+    fn method_detail(&self) -> String {
+        match self.method {
+            IntervalMethod::Wald | IntervalMethod::Auto => String::new(),
+            IntervalMethod::Bootstrap => format!(" (B = {} refits, percentile)", self.reps),
+            IntervalMethod::Resized => format!(
+                " (B = {} refits, inflation alpha_hat = {:.3})",
+                self.reps, self.alpha_hat
+            ),
+            IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => format!(
+                " (a jackknife over G = {} annotators, t({}) quantiles)",
+                self.reps,
+                self.reps.saturating_sub(1)
+            ),
+        }
+    }
+}
+
 /// Everything the demo computed.
 #[derive(Debug, Clone)]
 pub struct DemoReport {
@@ -734,7 +755,8 @@ fn calibrated_report(
     options: &DemoOptions,
     control: &FitControl,
 ) -> Result<CalibratedReport> {
-    let wald_warning = model.diagnostics().warning;
+    // On the demo's data, which have annotator ids: the hint names the cluster methods.
+    let wald_warning = model.diagnostics_on(data).warning;
     let calibrated = estimator.recalibrate(data, model, control.cancel)?;
     let alpha = options.alpha;
     let mut rows = Vec::new();
@@ -1233,13 +1255,7 @@ impl fmt::Display for DemoReport {
             "(d) Calibrated {level:.0}% intervals beside the paper's (Wald): `auto` picked {}{} for \
              d1/n = {:.3}, {:.0} comparisons per parameter.",
             c.method.name(),
-            match c.method {
-                IntervalMethod::Wald => String::new(),
-                IntervalMethod::Resized => {
-                    format!(" (B = {}, inflation alpha_hat = {:.3})", c.reps, c.alpha_hat)
-                }
-                _ => format!(" (B = {}, percentile)", c.reps),
-            },
+            c.method_detail(),
             m.d1() as f64 / m.n() as f64,
             m.n() as f64 / (m.d1() + m.d2()) as f64,
         )?;
@@ -1393,6 +1409,59 @@ mod tests {
         }
         for n in [20, 40, 60, 80, 128] {
             assert!(text.contains(&format!("\n{n:>5} |")), "no row for N = {n}");
+        }
+    }
+
+    /// Issue 31 item 6: report (d) says what the picked method is — a jackknife over the
+    /// annotators with t quantiles, not "B = 400, percentile" — and the Wald hint on the
+    /// demo's clustered data points at the cluster methods, not at the bootstrap.
+    #[test]
+    fn report_d_names_the_cluster_jackknife_and_the_cluster_hint() {
+        let report = run(&small(), &FitControl::default()).unwrap();
+        let c = &report.calibrated;
+        assert!(c.method.is_cluster(), "{:?}", c.method);
+        assert_eq!(c.reps, small().annotators);
+        let text = report.to_string();
+        let d = &text[text.find("(d) Calibrated").expect("report (d)")..];
+        assert!(
+            d.contains("`auto` picked cluster-onestep (a jackknife over G = 150 annotators, t(149) quantiles)"),
+            "{d}"
+        );
+        assert!(!d.contains("percentile") && !d.contains("B = "), "{d}");
+        // 3000 comparisons for 40-odd parameters: Wald under-covers, and the hint says so.
+        let w = c
+            .wald_warning
+            .as_ref()
+            .expect("a Wald hint at 70 per parameter");
+        assert!(
+            w.contains("--intervals cluster-onestep") && !w.contains("--intervals bootstrap"),
+            "{w}"
+        );
+        for (method, reps, words) in [
+            (
+                IntervalMethod::Bootstrap,
+                400,
+                " (B = 400 refits, percentile)",
+            ),
+            (
+                IntervalMethod::Resized,
+                100,
+                " (B = 100 refits, inflation alpha_hat = 1.000)",
+            ),
+            (
+                IntervalMethod::ClusterJackknife,
+                6,
+                " (a jackknife over G = 6 annotators, t(5) quantiles)",
+            ),
+            (IntervalMethod::Wald, 0, ""),
+        ] {
+            let r = CalibratedReport {
+                method,
+                reps,
+                alpha_hat: 1.0,
+                ..c.clone()
+            };
+            assert_eq!(r.method_detail(), words);
         }
     }
 

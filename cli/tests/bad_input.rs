@@ -149,6 +149,17 @@ fn training_csv(data: &Dataset, patch: Option<(usize, &str)>) -> String {
     text
 }
 
+/// [`training_csv`] with a leading cluster column: row `i` by annotator `i % g`.
+fn clustered_csv(data: &Dataset, g: usize) -> String {
+    let text = training_csv(data, None);
+    let mut lines = text.lines();
+    let mut out = format!("cluster,{}\n", lines.next().unwrap());
+    for (i, line) in lines.enumerate() {
+        out += &format!("{},{line}\n", i % g);
+    }
+    out
+}
+
 fn f64_bytes(v: &[f64]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -346,8 +357,50 @@ fn cli_bad_input_matrix() {
             "cluster,y,psi0,z1\n1.5,1,1,0.5\n2,0,1,-0.5\n3,1,1,0.25\n"
         ),
         2,
-        &["cluster.csv", "`cluster` row 0"]
+        &[
+            "cluster.csv",
+            "column `cluster`, data row 1: cluster id 1.5"
+        ]
     );
+    // Issue 32 item 4: rows are 1-based in CSV messages, as everywhere else in a CSV file.
+    fit_case!(
+        "DATA",
+        "CSV: cluster id 2.5 on data row 8",
+        m.write(
+            "cluster8.csv",
+            &clustered_csv(&training(), 5)
+                .lines()
+                .enumerate()
+                .map(|(line, text)| match line {
+                    8 => format!("2.5{}\n", &text[1..]), // data row 8: id 7 % 5 = 2
+                    _ => format!("{text}\n"),
+                })
+                .collect::<String>()
+        ),
+        2,
+        &[
+            "cluster8.csv",
+            "column `cluster`, data row 8: cluster id 2.5"
+        ]
+    );
+    // Issue 32 item 4: `--covariance cluster` with a single cluster is bad input naming the
+    // cluster column (it failed as a sandwich "not positive definite", exit 1).
+    let one_cluster = m.write("one_cluster.csv", &clustered_csv(&training(), 1));
+    m.case(
+        "--covariance",
+        "`cluster` on data whose rows all have one cluster id",
+        &[
+            "fit",
+            &one_cluster,
+            "--out",
+            &m.p("one.hrm"),
+            "--covariance",
+            "cluster",
+        ],
+        2,
+        &["`cluster`", "at least 2 clusters"],
+    );
+    assert!(!m.path("one.hrm").exists());
     // safetensors.
     let st = |name: &str, tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]| {
         write_safetensors(&m.path(name), tensors);
@@ -1443,6 +1496,52 @@ fn cli_bad_input_matrix() {
                 &[needle, "interval section"],
             );
         }
+        // Issue 31 item 1 / issue 32 item 3: a cluster model on 6 annotators (G = 6 draws, fewer
+        // than a bootstrap's least B) loads; one whose draws of a coefficient are all equal
+        // (SE 0, z = inf) is refused, naming the coefficient and the cluster jackknife.
+        let six = m.write("six_annotators.csv", &clustered_csv(&training(), 6));
+        let cluster_model = m.p("cluster6.hrm");
+        let fitted = Command::new(env!("CARGO_BIN_EXE_hetreward"))
+            .args([
+                "fit",
+                &six,
+                "--out",
+                &cluster_model,
+                "--intervals",
+                "cluster-onestep",
+            ])
+            .output()
+            .unwrap();
+        assert!(fitted.status.success(), "{fitted:?}");
+        m.case(
+            "MODEL",
+            "a cluster-onestep model fitted on 6 annotators (6 draws)",
+            &["inspect", &cluster_model],
+            0,
+            &[],
+        );
+        let mut flat = std::fs::read(&cluster_model).unwrap();
+        let draws = section + 50 + 8 * d2;
+        for g in 1..6 {
+            let (from, to) = (draws, draws + 4 * g * d1);
+            let first: [u8; 4] = flat[from..from + 4].try_into().unwrap();
+            flat[to..to + 4].copy_from_slice(&first);
+        }
+        let payload = flat.len() - 24;
+        let crc = crc32fast::hash(&flat[20..20 + payload]);
+        flat[20 + payload..].copy_from_slice(&crc.to_le_bytes());
+        let flat_path = m.p("cluster6_flat.hrm");
+        std::fs::write(&flat_path, &flat).unwrap();
+        m.case(
+            "MODEL",
+            "cluster model, valid checksum, all 6 draws of theta[0] equal (SE 0)",
+            &["inspect", &flat_path],
+            2,
+            &[
+                "`theta draws`[*][0]: all 6 draws equal",
+                "the cluster jackknife (one-step)",
+            ],
+        );
         // Outputs that can never be written are refused before the fit, and print nothing.
         let existing = m.p("existing.hrm");
         std::fs::write(&existing, &model_bytes).unwrap();

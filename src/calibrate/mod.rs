@@ -182,6 +182,277 @@ pub fn auto_reason(method: IntervalMethod) -> &'static str {
     }
 }
 
+/// How messages name a resolved interval method.
+fn title(method: IntervalMethod) -> &'static str {
+    match method {
+        IntervalMethod::Wald => "Wald",
+        IntervalMethod::Bootstrap => "the percentile bootstrap",
+        IntervalMethod::Resized => "the resized bootstrap",
+        IntervalMethod::ClusterJackknife => "the cluster jackknife",
+        IntervalMethod::ClusterOneStep => "the cluster jackknife (one-step)",
+        IntervalMethod::Auto => "auto",
+    }
+}
+
+/// How many draws a calibration of the resolved `method` holds — the one definition the fit,
+/// [`Calibration::from_parts`] and the model-file reader share: none for Wald; `B` refits,
+/// [`MIN_REPS`]..=[`MAX_REPS`], for the bootstraps (the range `fit` accepts); one per cluster,
+/// `G` in [`crate::cluster::MIN_CLUSTERS`]..=[`crate::cluster::MAX_CLUSTERS`], for the
+/// cluster jackknives (the cluster counts their fits accept).
+pub(crate) fn draw_counts(method: IntervalMethod) -> std::ops::RangeInclusive<usize> {
+    use crate::cluster::{MAX_CLUSTERS, MIN_CLUSTERS};
+    match method {
+        IntervalMethod::Wald | IntervalMethod::Auto => 0..=0,
+        IntervalMethod::Bootstrap | IntervalMethod::Resized => MIN_REPS..=MAX_REPS,
+        IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => {
+            MIN_CLUSTERS..=MAX_CLUSTERS
+        }
+    }
+}
+
+/// Every count of draws some method may hold (the hull of [`draw_counts`] over the methods
+/// with draws): what a model file's length may imply before its method byte is read.
+pub(crate) fn any_draw_count() -> std::ops::RangeInclusive<usize> {
+    let ranges = IntervalMethod::ALL.map(draw_counts);
+    let with_draws = || ranges.iter().filter(|r| *r.end() > 0);
+    let lo = with_draws().map(|r| *r.start()).min().unwrap_or(0);
+    let hi = with_draws().map(|r| *r.end()).max().unwrap_or(0);
+    lo..=hi
+}
+
+/// Checks `count` draws against [`draw_counts`] of `method`; the error says what the draws
+/// are and the range, naming the method ("`count` refits: the percentile bootstrap holds 10
+/// to 100000").
+pub(crate) fn check_draw_count(
+    method: IntervalMethod,
+    count: usize,
+) -> std::result::Result<(), String> {
+    let range = draw_counts(method);
+    if range.contains(&count) {
+        return Ok(());
+    }
+    let (lo, hi) = (range.start(), range.end());
+    Err(if method.is_cluster() {
+        format!(
+            "{count} draws (one per cluster): {} holds {lo} to {hi}",
+            title(method)
+        )
+    } else if method == IntervalMethod::Wald {
+        format!("{count} draws: Wald holds none")
+    } else {
+        format!("{count} refits: {} holds {lo} to {hi}", title(method))
+    })
+}
+
+/// The parts of a calibration — as a fit computes them or a model file stores them — before
+/// [`Parts::build`] has checked them by the one rule.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Parts {
+    /// The method asked for (`Auto` allowed).
+    pub(crate) requested: IntervalMethod,
+    /// The method used (never `Auto`).
+    pub(crate) method: IntervalMethod,
+    /// `B` refits, or `G` clusters (one draw each); 0 for Wald.
+    pub(crate) reps: usize,
+    /// Seed of the label draws (0 for Wald and the cluster methods).
+    pub(crate) seed: u64,
+    /// Refits that did not converge.
+    pub(crate) diverged: usize,
+    /// `[shrink, alpha_hat, c_hat]`.
+    pub(crate) figures: [f64; 3],
+    /// Bias of gamma_hat (`d2`; empty for Wald).
+    pub(crate) gamma_bias: Vec<f64>,
+    /// `B x d1`, row-major.
+    pub(crate) theta_draws: Vec<f32>,
+    /// `B x d2`, row-major.
+    pub(crate) gamma_draws: Vec<f32>,
+}
+
+impl Parts {
+    /// The calibration these parts describe, for a model with `d1` reward and `d2`
+    /// rationality features, if they pass [`Parts::check`].
+    ///
+    /// Errors: the message of [`Parts::check`].
+    pub(crate) fn build(self, d1: usize, d2: usize) -> std::result::Result<Calibration, String> {
+        self.check(d1, d2)?;
+        let [shrink, alpha_hat, c_hat] = self.figures;
+        Ok(Calibration {
+            requested: self.requested,
+            method: self.method,
+            reps: self.reps,
+            seed: self.seed,
+            diverged: self.diverged,
+            shrink,
+            alpha_hat,
+            c_hat,
+            gamma_bias: self.gamma_bias,
+            theta_draws: self.theta_draws,
+            gamma_draws: self.gamma_draws,
+        })
+    }
+
+    /// The one rule of what a calibration may hold (docs/model-format.md, "What a reader
+    /// checks"); the error begins "interval section:" and names the field:
+    ///
+    /// * the method is resolved (never `auto`) and is the one requested unless that was `auto`;
+    /// * Wald: no draws, seed, diverged count or bias, figures all 1 (one representation);
+    /// * otherwise: the count of draws of [`check_draw_count`]; `diverged <= B`; `c_hat` (a
+    ///   mean ratio of standard deviations) positive and finite; resized: `alpha_hat` (an
+    ///   inflation) positive and finite, `shrink` in [`resized::MIN_SHRINK`,
+    ///   `resized::MAX_SHRINK`] (the range its search keeps to), the bias of gamma finite;
+    ///   the percentile bootstrap and the cluster jackknives: `shrink` = `alpha_hat` = 1 and a
+    ///   zero bias (they estimate none); `B x d1` theta and `B x d2` gamma draws, finite;
+    /// * every coefficient's draws vary: draws all equal give a coefficient SE 0, a
+    ///   zero-width interval and `z = inf` — an interval that cannot be honest.
+    pub(crate) fn check(&self, d1: usize, d2: usize) -> std::result::Result<(), String> {
+        let bad = |field: &str, rule: String| Err(format!("interval section: `{field}`{rule}"));
+        let (method, reps) = (self.method, self.reps);
+        if method == IntervalMethod::Auto {
+            return bad("method", " = auto: a stored method is resolved".into());
+        }
+        if self.requested != method && self.requested != IntervalMethod::Auto {
+            return bad(
+                "requested",
+                format!(
+                    ": requested {} but carries {}",
+                    self.requested.name(),
+                    method.name()
+                ),
+            );
+        }
+        if method == IntervalMethod::Wald {
+            return self.check_wald();
+        }
+        check_draw_count(method, reps).or_else(|rule| bad("B", format!(" = {rule}")))?;
+        if self.diverged > reps {
+            return bad(
+                "diverged",
+                format!(" = {} counts more refits than B = {reps}", self.diverged),
+            );
+        }
+        if self.gamma_bias.len() != d2 {
+            return bad(
+                "gamma_bias",
+                format!(": {} values, not d2 = {d2}", self.gamma_bias.len()),
+            );
+        }
+        self.check_figures()?;
+        for (field, draws, width) in [
+            ("theta draws", &self.theta_draws, d1),
+            ("gamma draws", &self.gamma_draws, d2),
+        ] {
+            if reps.checked_mul(width) != Some(draws.len()) {
+                return bad(
+                    field,
+                    format!(
+                        ": {} values, not B x {width} = {reps} x {width}",
+                        draws.len()
+                    ),
+                );
+            }
+            if let Some(i) = draws.iter().position(|v| !v.is_finite()) {
+                return bad(
+                    field,
+                    format!("[{}][{}] = {}: not finite", i / width, i % width, draws[i]),
+                );
+            }
+            if let Some(j) = (0..width).find(|&j| constant_column(draws, width, j)) {
+                return bad(
+                    field,
+                    format!(
+                        "[*][{j}]: all {reps} draws equal {}: {} gives the coefficient no \
+                         spread (SE 0, a zero-width interval, z = inf)",
+                        draws[j],
+                        title(method)
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Wald's one representation: nothing stored, figures 1.
+    fn check_wald(&self) -> std::result::Result<(), String> {
+        if self.reps != 0
+            || self.seed != 0
+            || self.diverged != 0
+            || self.figures != [1.0; 3]
+            || !self.theta_draws.is_empty()
+            || !self.gamma_draws.is_empty()
+            || !self.gamma_bias.is_empty()
+        {
+            return Err(
+                "interval section: wald carries no draws, seed, diverged count or \
+                        figures other than 1"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// `c_hat`, `alpha_hat`, `shrink` and the bias of gamma as the method defines them.
+    fn check_figures(&self) -> std::result::Result<(), String> {
+        use resized::{MAX_SHRINK, MIN_SHRINK};
+        let bad = |field: &str, rule: String| Err(format!("interval section: `{field}`{rule}"));
+        let [shrink, alpha_hat, c_hat] = self.figures;
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if !positive(c_hat) {
+            return bad(
+                "c_hat",
+                format!(" = {c_hat}: a mean ratio of standard deviations is positive and finite"),
+            );
+        }
+        if self.method == IntervalMethod::Resized {
+            if !positive(alpha_hat) {
+                return bad(
+                    "alpha_hat",
+                    format!(" = {alpha_hat}: the inflation is positive and finite"),
+                );
+            }
+            if !(MIN_SHRINK..=MAX_SHRINK).contains(&shrink) {
+                return bad(
+                    "shrink",
+                    format!(
+                        " = {shrink}: the resized bootstrap's shrink lies in [{MIN_SHRINK}, \
+                         {MAX_SHRINK}]"
+                    ),
+                );
+            }
+        } else if shrink != 1.0 || alpha_hat != 1.0 {
+            let (field, v) = if shrink != 1.0 {
+                ("shrink", shrink)
+            } else {
+                ("alpha_hat", alpha_hat)
+            };
+            return bad(field, format!(" = {v}: {} stores 1", title(self.method)));
+        }
+        let resized = self.method == IntervalMethod::Resized;
+        let allowed = |v: f64| if resized { v.is_finite() } else { v == 0.0 };
+        if let Some(k) = self.gamma_bias.iter().position(|&v| !allowed(v)) {
+            let rule = if resized {
+                "not finite".to_string()
+            } else {
+                format!("{} stores 0", title(self.method))
+            };
+            return bad(
+                "gamma_bias",
+                format!("[{k}] = {}: {rule}", self.gamma_bias[k]),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// True when column `j` of the row-major `rows x width` `draws` holds one value only (and
+/// there is at least one row).
+fn constant_column(draws: &[f32], width: usize, j: usize) -> bool {
+    let mut column = draws.iter().skip(j).step_by(width);
+    match column.next() {
+        Some(first) => column.all(|v| v == first),
+        None => false,
+    }
+}
+
 /// A model's interval method and, for the bootstrap methods, the refits' draws and figures.
 /// Immutable; built by the pipeline ([`crate::estimator::Estimator::estimate`]) (or read from a model file via [`Calibration::from_parts`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -219,10 +490,16 @@ impl Calibration {
         }
     }
 
-    /// Assembles a calibration from stored parts, checked: `method` is Bootstrap or Resized
-    /// with `reps >= 1` draws (`theta_draws` `reps x d1`, `gamma_draws` `reps x d2`,
-    /// `gamma_bias` `d2`, finite), `alpha_hat > 0` and the other figures finite; or Wald with
-    /// no draws.
+    /// Assembles a calibration from stored parts, checked by the one rule a fit's calibration
+    /// and the model-file reader obey ([`Parts::build`]): the method is resolved and matches
+    /// the one requested; Wald carries nothing; a method with draws holds as many as it can
+    /// (`reps`: [`MIN_REPS`]..=[`MAX_REPS`] bootstrap refits, or one draw per cluster,
+    /// [`crate::cluster::MIN_CLUSTERS`]..=[`crate::cluster::MAX_CLUSTERS`]) of `theta_draws`
+    /// (`reps x d1`) and `gamma_draws` (`reps x d2`), finite, every coefficient's draws not
+    /// all equal; `gamma_bias` of `d2`; `figures` = `[shrink, alpha_hat, c_hat]` as the method
+    /// defines them.
+    ///
+    /// Errors: [`Error::InvalidArgument`] (`intervals`) naming the field and the rule.
     #[allow(clippy::too_many_arguments)]
     pub fn from_parts(
         requested: IntervalMethod,
@@ -237,88 +514,19 @@ impl Calibration {
         d1: usize,
         d2: usize,
     ) -> Result<Self> {
-        let [shrink, alpha_hat, c_hat] = figures;
-        if method == IntervalMethod::Auto {
-            return Err(Error::invalid("intervals", "auto is not a resolved method"));
-        }
-        if requested != method && requested != IntervalMethod::Auto {
-            return Err(Error::invalid(
-                "intervals",
-                format!(
-                    "requested {} but carries {}",
-                    requested.name(),
-                    method.name()
-                ),
-            ));
-        }
-        if method == IntervalMethod::Wald {
-            // One representation only (the file format is canonical): no draws, no figures.
-            if reps != 0
-                || seed != 0
-                || diverged != 0
-                || figures != [1.0; 3]
-                || !theta_draws.is_empty()
-                || !gamma_draws.is_empty()
-                || !gamma_bias.is_empty()
-            {
-                return Err(Error::invalid(
-                    "intervals",
-                    "wald carries no draws, seed, diverged count or figures other than 1",
-                ));
-            }
-            return Ok(Calibration::wald(requested));
-        }
-        if reps == 0 || reps.checked_mul(d1) != Some(theta_draws.len()) {
-            return Err(Error::dims(
-                "theta_draws",
-                format!("B x d1 = {reps} x {d1} values, B >= 1"),
-                theta_draws.len(),
-            ));
-        }
-        if reps.checked_mul(d2) != Some(gamma_draws.len()) {
-            return Err(Error::dims(
-                "gamma_draws",
-                format!("B x d2 = {reps} x {d2} values"),
-                gamma_draws.len(),
-            ));
-        }
-        if gamma_bias.len() != d2 {
-            return Err(Error::dims(
-                "gamma_bias",
-                format!("{d2} values"),
-                gamma_bias.len(),
-            ));
-        }
-        if diverged > reps {
-            return Err(Error::invalid(
-                "intervals",
-                "more diverged refits than refits",
-            ));
-        }
-        let finite = figures.iter().chain(&gamma_bias).all(|v| v.is_finite())
-            && theta_draws
-                .iter()
-                .chain(&gamma_draws)
-                .all(|v| v.is_finite());
-        if !finite || alpha_hat <= 0.0 {
-            return Err(Error::invalid(
-                "intervals",
-                "non-finite figures or draws, or alpha_hat <= 0",
-            ));
-        }
-        Ok(Calibration {
+        Parts {
             requested,
             method,
             reps,
             seed,
             diverged,
-            shrink,
-            alpha_hat,
-            c_hat,
+            figures,
             gamma_bias,
             theta_draws,
             gamma_draws,
-        })
+        }
+        .build(d1, d2)
+        .map_err(|m| Error::invalid("intervals", m))
     }
 
     /// The method the intervals use (never `Auto`).
@@ -411,6 +619,21 @@ impl Calibration {
 }
 
 impl Calibration {
+    /// The parts of this calibration, to be checked and built again ([`Parts::build`]).
+    fn into_parts(self) -> Parts {
+        Parts {
+            requested: self.requested,
+            method: self.method,
+            reps: self.reps,
+            seed: self.seed,
+            diverged: self.diverged,
+            figures: [self.shrink, self.alpha_hat, self.c_hat],
+            gamma_bias: self.gamma_bias,
+            theta_draws: self.theta_draws,
+            gamma_draws: self.gamma_draws,
+        }
+    }
+
     /// Degrees of freedom of the cluster methods' t quantiles: `G - 1` (`G` = the draws).
     fn cluster_df(&self) -> f64 {
         (self.reps.max(2) - 1) as f64
@@ -572,27 +795,27 @@ pub(crate) fn calibrate(
             _ => s,
         }
     };
-    let mut cal = match method {
+    let parts = match method {
         IntervalMethod::Wald | IntervalMethod::Auto => {
             return Ok(Calibration::wald(options.method));
         }
         IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => {
             let clusters = crate::cluster::Clusters::of(data)?;
+            // The count the model will hold, checked before any draw is computed.
+            check_draw_count(method, clusters.len()).map_err(|m| Error::invalid("cluster", m))?;
             let d = if method == IntervalMethod::ClusterJackknife {
                 crate::cluster::jackknife(data, params, &clusters, estimator, cancel)?
             } else {
                 crate::cluster::one_step_jackknife(data, params, &clusters)?
             };
             let (theta_draws, gamma_draws) = d.split_f32(data.d1());
-            Calibration {
+            Parts {
                 requested: options.method,
                 method,
                 reps: d.len(),
                 seed: 0,
                 diverged: d.diverged,
-                shrink: 1.0,
-                alpha_hat: 1.0,
-                c_hat: 1.0,
+                figures: [1.0; 3],
                 gamma_bias: vec![0.0; data.d2()],
                 theta_draws,
                 gamma_draws,
@@ -609,15 +832,13 @@ pub(crate) fn calibrate(
                 draws::Stream::Bootstrap,
                 &seeded_settings(),
             )?;
-            Calibration {
+            Parts {
                 requested: options.method,
                 method,
                 reps,
                 seed: estimator.seed,
                 diverged: set.diverged,
-                shrink: 1.0,
-                alpha_hat: 1.0,
-                c_hat: 1.0,
+                figures: [1.0; 3],
                 gamma_bias: vec![0.0; data.d2()],
                 theta_draws: set.theta,
                 gamma_draws: set.gamma,
@@ -626,23 +847,29 @@ pub(crate) fn calibrate(
         IntervalMethod::Resized => {
             let reps = options.reps.unwrap_or(DEFAULT_RESIZED_REPS);
             let r = resized::run(data, params, reps, estimator.seed, &seeded_settings())?;
-            Calibration {
+            Parts {
                 requested: options.method,
                 method,
                 reps,
                 seed: estimator.seed,
                 diverged: r.draws.diverged,
-                shrink: r.shrink,
-                alpha_hat: r.alpha_hat,
-                c_hat: 1.0,
+                figures: [r.shrink, r.alpha_hat, 1.0],
                 gamma_bias: r.gamma_bias,
                 theta_draws: r.draws.theta,
                 gamma_draws: r.draws.gamma,
             }
         }
     };
-    cal.c_hat = c_hat(data, wald_factor, &cal);
-    Ok(cal)
+    // The fit's calibration obeys the rule a reader applies: a model that is written loads.
+    // Draws without spread in some coefficient (which a fit whose information is positive
+    // definite does not produce, short of f32 rounding) are refused here, not written.
+    let refused = |m: String| Error::invalid("intervals", m);
+    let (d1, d2) = (data.d1(), data.d2());
+    let cal = parts.build(d1, d2).map_err(refused)?;
+    let c_hat = c_hat(data, wald_factor, &cal);
+    let mut parts = cal.into_parts();
+    parts.figures[2] = c_hat;
+    parts.build(d1, d2).map_err(refused)
 }
 
 /// The inverse of the mean expected information at `params` from its `expected` covariance

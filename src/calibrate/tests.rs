@@ -257,8 +257,8 @@ fn diagnostics_warn_where_wald_under_covers() {
             diverged,
             [1.0; 3],
             vec![0.0; 2],
-            vec![0.5; 20 * 3],
-            vec![0.1; 20 * 2],
+            (0..20 * 3).map(|i| 0.5 + 0.01 * (i / 3) as f32).collect(),
+            (0..20 * 2).map(|i| 0.1 + 0.01 * (i / 2) as f32).collect(),
             3,
             2,
         )
@@ -282,13 +282,20 @@ fn diagnostics_warn_where_wald_under_covers() {
     assert_eq!(auto.calibration().requested(), IntervalMethod::Auto);
 }
 
+/// `reps x width` draws, row-major, every column varying.
+fn varying(reps: usize, width: usize) -> Vec<f32> {
+    (0..reps * width)
+        .map(|i| 0.1 * (i % width) as f32 + 0.01 * (i / width) as f32)
+        .collect()
+}
+
 #[test]
 fn stored_parts_are_checked() {
     let ok = |theta: Vec<f32>, gamma: Vec<f32>, bias: Vec<f64>, figures: [f64; 3]| {
         Calibration::from_parts(
             IntervalMethod::Bootstrap,
             IntervalMethod::Bootstrap,
-            2,
+            10,
             0,
             0,
             figures,
@@ -299,12 +306,26 @@ fn stored_parts_are_checked() {
             1,
         )
     };
-    assert!(ok(vec![0.0; 4], vec![0.0; 2], vec![0.0], [1.0; 3]).is_ok());
-    assert!(ok(vec![0.0; 3], vec![0.0; 2], vec![0.0], [1.0; 3]).is_err());
-    assert!(ok(vec![0.0; 4], vec![0.0; 1], vec![0.0], [1.0; 3]).is_err());
-    assert!(ok(vec![0.0; 4], vec![0.0; 2], vec![], [1.0; 3]).is_err());
-    assert!(ok(vec![f32::NAN; 4], vec![0.0; 2], vec![0.0], [1.0; 3]).is_err());
-    assert!(ok(vec![0.0; 4], vec![0.0; 2], vec![0.0], [1.0, 0.0, 1.0]).is_err());
+    let (theta, gamma) = (varying(10, 2), varying(10, 1));
+    assert!(ok(theta.clone(), gamma.clone(), vec![0.0], [1.0; 3]).is_ok());
+    assert!(ok(theta[1..].to_vec(), gamma.clone(), vec![0.0], [1.0; 3]).is_err());
+    assert!(ok(theta.clone(), gamma[1..].to_vec(), vec![0.0], [1.0; 3]).is_err());
+    assert!(ok(theta.clone(), gamma.clone(), vec![], [1.0; 3]).is_err());
+    assert!(ok(vec![f32::NAN; 20], gamma.clone(), vec![0.0], [1.0; 3]).is_err());
+    assert!(ok(theta.clone(), gamma.clone(), vec![0.0], [1.0, 0.0, 1.0]).is_err());
+    // All draws of one coefficient equal: SE 0, refused by name.
+    let mut flat = theta.clone();
+    for b in 0..10 {
+        flat[2 * b + 1] = 0.25;
+    }
+    let e = ok(flat, gamma, vec![0.0], [1.0; 3])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("`theta draws`[*][1]: all 10 draws equal 0.25")
+            && e.contains("the percentile bootstrap"),
+        "{e}"
+    );
     let wald_with_draws = Calibration::from_parts(
         IntervalMethod::Wald,
         IntervalMethod::Wald,
@@ -352,6 +373,57 @@ fn stored_parts_are_checked() {
         0,
     );
     assert!(auto_unresolved.is_err());
+}
+
+/// The one rule's count of draws, per method: the bootstraps hold `B` in [10, 100,000]
+/// refits, the cluster jackknives one draw per cluster, `G` in [3, 10^6] — at both ends of
+/// every range, from the constructor (the reader calls the same [`Parts::build`]).
+#[test]
+fn each_method_holds_its_own_count_of_draws() {
+    use crate::cluster::{MAX_CLUSTERS, MIN_CLUSTERS};
+    let (d1, d2) = (1, 1);
+    let build = |method: IntervalMethod, reps: usize| {
+        Calibration::from_parts(
+            method,
+            method,
+            reps,
+            0,
+            0,
+            [1.0; 3],
+            vec![0.0; d2],
+            varying(reps, d1),
+            varying(reps, d2),
+            d1,
+            d2,
+        )
+    };
+    for method in [
+        IntervalMethod::ClusterJackknife,
+        IntervalMethod::ClusterOneStep,
+    ] {
+        for g in [MIN_CLUSTERS, 6, 9, 10, 11, MAX_REPS + 1, MAX_CLUSTERS] {
+            assert_eq!(build(method, g).unwrap().reps(), g, "{method:?} G = {g}");
+        }
+        for g in [2, MAX_CLUSTERS + 1] {
+            let e = build(method, g).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("`B` = {g} draws (one per cluster)"))
+                    && e.contains("the cluster jackknife")
+                    && !e.contains("bootstrap"),
+                "{e}"
+            );
+        }
+    }
+    for method in [IntervalMethod::Bootstrap, IntervalMethod::Resized] {
+        for b in [MIN_REPS, MAX_REPS] {
+            assert!(build(method, b).is_ok(), "{method:?} B = {b}");
+        }
+        for b in [MIN_REPS - 1, MAX_REPS + 1] {
+            let e = build(method, b).unwrap_err().to_string();
+            assert!(e.contains(&format!("`B` = {b} refits")), "{e}");
+        }
+    }
+    assert_eq!(any_draw_count(), MIN_CLUSTERS..=MAX_CLUSTERS);
 }
 
 /// A problem that refits by Newton-CG (more than 256 parameters), its fit and the logits.

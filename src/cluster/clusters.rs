@@ -14,6 +14,12 @@ pub struct Clusters {
 
 /// Fewest clusters the cluster methods accept (a variance from fewer is not an estimate).
 pub const MIN_CLUSTERS: usize = 3;
+/// Most clusters the cluster interval methods accept: a model stores one draw of
+/// `(theta, gamma)` per cluster (`4 G (d1 + d2)` bytes, 32 MB at `G = 10^6`, `d1 + d2 = 8`),
+/// and the one-step jackknife holds one `p x p` Hessian per cluster while it runs. A fit on
+/// `10^6` annotators (every comparison its own annotator included) writes a model that loads;
+/// above, the fit refuses before computing any draw (`calibrate::check_draw_count`).
+pub const MAX_CLUSTERS: usize = 1_000_000;
 
 impl Clusters {
     /// The clusters of `data`.

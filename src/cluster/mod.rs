@@ -34,7 +34,7 @@ mod clusters;
 pub(crate) mod draws;
 mod heterogeneity;
 
-pub use clusters::{Clusters, MIN_CLUSTERS};
+pub use clusters::{Clusters, MAX_CLUSTERS, MIN_CLUSTERS};
 #[cfg(test)]
 pub(crate) use draws::sandwich;
 pub use draws::ClusterDraws;

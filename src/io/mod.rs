@@ -6,6 +6,7 @@
 pub mod atomic;
 pub(crate) mod csv_table;
 pub(crate) mod file_kind;
+mod ids;
 pub mod model_file;
 pub(crate) mod safetensors_table;
 pub mod scoring;

@@ -27,8 +27,7 @@
 //! Saving writes a temporary file next to the target and renames it over the target, so a
 //! crash never leaves a half-written model under the target name.
 
-use crate::calibrate::resized::{MAX_SHRINK, MIN_SHRINK};
-use crate::calibrate::{Calibration, IntervalMethod, MAX_REPS, MIN_REPS};
+use crate::calibrate::{any_draw_count, check_draw_count, Calibration, IntervalMethod, Parts};
 use crate::codes::Coded;
 use crate::covariance::CovarianceKind;
 use crate::error::{Error, Result};
@@ -140,8 +139,9 @@ fn write_calibration(p: &mut Vec<u8>, c: &Calibration) {
     }
 }
 
-/// Reads the version-2 interval section: every stored figure is checked against its meaning
-/// ([`check_interval_figures`]), then the parts are assembled by [`Calibration::from_parts`].
+/// Reads the version-2 interval section and builds it by the one rule a fit's calibration
+/// obeys ([`Parts::build`]: the count of draws of the method, then every stored figure
+/// against its meaning). The count is checked before the draws are read.
 fn read_calibration(
     r: &mut Reader,
     d1: usize,
@@ -154,110 +154,30 @@ fn read_calibration(
     let figures = [r.f64()?, r.f64()?, r.f64()?];
     let reps = usize::try_from(reps).map_err(|_| "bootstrap reps overflow")?;
     let diverged = usize::try_from(diverged).map_err(|_| "diverged count overflow")?;
-    if resolved != IntervalMethod::Wald && !(MIN_REPS..=MAX_REPS).contains(&reps) {
-        return Err(format!(
-            "interval section: `B` = {reps} bootstrap refits; a model holds {MIN_REPS} to \
-             {MAX_REPS}"
-        ));
+    if resolved != IntervalMethod::Wald {
+        check_draw_count(resolved, reps)
+            .map_err(|rule| format!("interval section: `B` = {rule}"))?;
     }
     // Each draw needs 4 (d1 + d2) bytes: reject absurd counts before allocating.
     let per_draw = 4 * (d1 + d2);
     if reps.checked_mul(per_draw).is_none_or(|b| b > r.remaining()) {
-        return Err(format!("payload too short for {reps} bootstrap draws"));
+        return Err(format!("payload too short for {reps} draws"));
     }
-    let bias = r.f64s(if reps > 0 { d2 } else { 0 })?;
-    let theta = r.f32s(reps * d1)?;
-    let gamma = r.f32s(reps * d2)?;
-    if resolved != IntervalMethod::Wald {
-        check_interval_figures(
-            resolved, reps, diverged, figures, &bias, &theta, &gamma, d1, d2,
-        )?;
+    let gamma_bias = r.f64s(if reps > 0 { d2 } else { 0 })?;
+    let theta_draws = r.f32s(reps * d1)?;
+    let gamma_draws = r.f32s(reps * d2)?;
+    Parts {
+        requested,
+        method: resolved,
+        reps,
+        seed,
+        diverged,
+        figures,
+        gamma_bias,
+        theta_draws,
+        gamma_draws,
     }
-    Calibration::from_parts(
-        requested, resolved, reps, seed, diverged, figures, bias, theta, gamma, d1, d2,
-    )
-    .map_err(|e| e.to_string())
-}
-
-/// What the stored figures of a bootstrap method's interval section mean, checked one by one
-/// (docs/model-format.md, "What a reader checks"); the error names the field. `B` has been
-/// checked against [`MIN_REPS`]..=[`MAX_REPS`] already.
-///
-/// * `diverged <= B` (a count of the refits);
-/// * `c_hat` (a mean ratio of standard deviations) positive and finite;
-/// * resized: `alpha_hat` (an inflation, a ratio of norms) positive and finite, `shrink` in
-///   [`MIN_SHRINK`, `MAX_SHRINK`] (the range the shrink search keeps to), the bias of
-///   gamma_hat finite;
-/// * bootstrap: `shrink` = `alpha_hat` = 1 and a zero bias (it estimates neither);
-/// * every draw of theta and gamma finite.
-#[allow(clippy::too_many_arguments)]
-fn check_interval_figures(
-    method: IntervalMethod,
-    reps: usize,
-    diverged: usize,
-    [shrink, alpha_hat, c_hat]: [f64; 3],
-    bias: &[f64],
-    theta: &[f32],
-    gamma: &[f32],
-    d1: usize,
-    d2: usize,
-) -> std::result::Result<(), String> {
-    let bad = |field: &str, rule: String| Err(format!("interval section: `{field}`{rule}"));
-    if diverged > reps {
-        return bad(
-            "diverged",
-            format!(" = {diverged} counts more refits than B = {reps}"),
-        );
-    }
-    let positive = |v: f64| v.is_finite() && v > 0.0;
-    if !positive(c_hat) {
-        return bad(
-            "c_hat",
-            format!(" = {c_hat}: a mean ratio of standard deviations is positive and finite"),
-        );
-    }
-    if method == IntervalMethod::Resized {
-        if !positive(alpha_hat) {
-            return bad(
-                "alpha_hat",
-                format!(" = {alpha_hat}: the inflation is positive and finite"),
-            );
-        }
-        if !(MIN_SHRINK..=MAX_SHRINK).contains(&shrink) {
-            return bad(
-                "shrink",
-                format!(" = {shrink}: the resized bootstrap's shrink lies in [{MIN_SHRINK}, {MAX_SHRINK}]"),
-            );
-        }
-        if let Some(k) = bias.iter().position(|v| !v.is_finite()) {
-            return bad("gamma_bias", format!("[{k}] = {}: not finite", bias[k]));
-        }
-    } else {
-        if shrink != 1.0 || alpha_hat != 1.0 {
-            return bad(
-                if shrink != 1.0 { "shrink" } else { "alpha_hat" },
-                format!(
-                    " = {}: the percentile bootstrap stores 1",
-                    if shrink != 1.0 { shrink } else { alpha_hat }
-                ),
-            );
-        }
-        if let Some(k) = bias.iter().position(|&v| v != 0.0) {
-            return bad(
-                "gamma_bias",
-                format!("[{k}] = {}: the percentile bootstrap stores 0", bias[k]),
-            );
-        }
-    }
-    for (field, draws, width) in [("theta draws", theta, d1), ("gamma draws", gamma, d2)] {
-        if let Some(i) = draws.iter().position(|v| !v.is_finite()) {
-            return bad(
-                field,
-                format!("[{}][{}] = {}: not finite", i / width, i % width, draws[i]),
-            );
-        }
-    }
-    Ok(())
+    .build(d1, d2)
 }
 
 /// Bytes of the payload before the interval section (the whole version-1 payload) of a model
@@ -278,7 +198,8 @@ const SECTION_FIXED: usize = 2 + 3 * 8 + 3 * 8;
 /// Checks a payload length against the dimensions at its start (read first, so a file whose
 /// length cannot hold a model of those dimensions is refused before the rest is read): exactly
 /// the version-1 layout, or in version 2 the interval section of a Wald model or of `B`
-/// bootstrap draws, `B` in [`MIN_REPS`]..=[`MAX_REPS`].
+/// draws, `B` a count some interval method holds ([`any_draw_count`]; the method's own
+/// range is checked when the section is read).
 fn check_payload_len(
     version: u32,
     d1: usize,
@@ -303,13 +224,15 @@ fn check_payload_len(
     match rest.checked_sub(8 * d2) {
         Some(draws) if draws % per_draw == 0 => {
             let reps = draws / per_draw;
-            if (MIN_REPS..=MAX_REPS).contains(&reps) {
+            let counts = any_draw_count();
+            if counts.contains(&reps) {
                 Ok(())
             } else {
                 Err(format!(
-                    "{}: its interval section holds {reps} bootstrap draws; `B` is {MIN_REPS} \
-                     to {MAX_REPS}",
-                    mismatch()
+                    "{}: its interval section holds {reps} draws; a model holds {} to {}",
+                    mismatch(),
+                    counts.start(),
+                    counts.end()
                 ))
             }
         }
@@ -762,6 +685,153 @@ mod tests {
         }
     }
 
+    /// `n` comparisons dealt round-robin to `g` annotators (cluster ids): `z ~ N(0, I_3)`,
+    /// `psi0 = 1`, one covariate `x ~ N(0, 1)` per comparison, rationality `1 + 0.4 x`,
+    /// `y ~ Bern(mu(sigma theta . z))` — a design whose information stays positive definite
+    /// without any one annotator, so every cluster method has an estimate at every G.
+    fn clustered(n: usize, g: usize, seed: u64) -> crate::data::Dataset {
+        use rand::Rng;
+        use rand_distr::StandardNormal;
+        let mut rng = crate::sim::rng(seed);
+        let theta = [0.8, -0.5, 0.3];
+        let (mut z, mut psi, mut y) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..n {
+            let zi: Vec<f64> = (0..3).map(|_| rng.sample(StandardNormal)).collect();
+            let x: f64 = rng.sample(StandardNormal);
+            let sigma = 1.0 + 0.4 * x;
+            let prob = crate::model::sigmoid(sigma * crate::linalg::dot(&theta, &zi));
+            y.push(f64::from(rng.random::<f64>() < prob));
+            z.extend(zi);
+            psi.push(x);
+        }
+        let ids = (0..n).map(|i| (i % g) as i64).collect();
+        crate::data::Dataset::new(3, 1, z, vec![1.0; n], psi, y, Some(ids)).unwrap()
+    }
+
+    fn estimate_with(
+        data: &crate::data::Dataset,
+        method: IntervalMethod,
+        reps: Option<usize>,
+    ) -> Result<RewardModel> {
+        crate::estimator::EstimatorOptions {
+            intervals: crate::calibrate::IntervalOptions { method, reps },
+            ..Default::default()
+        }
+        .check()?
+        .estimate(data, &FitControl::default())
+    }
+
+    /// Issue 31 item 1: a model that a fit writes loads, the same to the bit, for every
+    /// interval method and every cluster count — G below 10 (a cluster model holds G draws,
+    /// not `B` bootstrap refits) and above 100,000 (every comparison its own annotator); at
+    /// G = 2 the fit refuses (fewer than `MIN_CLUSTERS`) instead of writing a model.
+    #[test]
+    fn every_model_a_fit_writes_loads_whatever_the_method_and_cluster_count() {
+        let round_trip = |model: &RewardModel| {
+            let bytes = to_bytes(model);
+            let back = from_bytes(&bytes, "<buffer>").unwrap();
+            assert_eq!(&back, model);
+            assert_eq!(to_bytes(&back), bytes);
+        };
+        let cluster_methods = [
+            IntervalMethod::ClusterJackknife,
+            IntervalMethod::ClusterOneStep,
+            IntervalMethod::Auto,
+        ];
+        for g in [2, 3, 6, 9, 10, 11, 40] {
+            let data = clustered(300, g, 5 + g as u64);
+            for method in cluster_methods {
+                match estimate_with(&data, method, None) {
+                    Ok(model) => {
+                        assert!(g >= crate::cluster::MIN_CLUSTERS);
+                        assert_eq!(model.calibration().reps(), g);
+                        assert!(model.calibration().method().is_cluster());
+                        round_trip(&model);
+                    }
+                    Err(e) => {
+                        assert!(g < crate::cluster::MIN_CLUSTERS, "G = {g} {method:?}: {e}");
+                        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+                        assert!(e.to_string().contains("at least 3"), "{e}");
+                    }
+                }
+            }
+        }
+        // Every row its own annotator, more than MAX_REPS of them: the one-step jackknife
+        // (what auto picks) and the file hold 100,001 draws.
+        let large = clustered(
+            crate::calibrate::MAX_REPS + 1,
+            crate::calibrate::MAX_REPS + 1,
+            3,
+        );
+        let model = estimate_with(&large, IntervalMethod::Auto, None).unwrap();
+        assert_eq!(model.calibration().reps(), crate::calibrate::MAX_REPS + 1);
+        round_trip(&model);
+        // The bootstraps at the ends of their range that a test can afford.
+        let data = paper_simulation(200, ActionDesign::Uniform, 3);
+        for method in [IntervalMethod::Bootstrap, IntervalMethod::Resized] {
+            for reps in [crate::calibrate::MIN_REPS, crate::calibrate::MIN_REPS + 1] {
+                round_trip(&estimate_with(&data, method, Some(reps)).unwrap());
+            }
+        }
+        round_trip(&estimate_with(&data, IntervalMethod::Wald, None).unwrap());
+    }
+
+    /// A crafted cluster model is refused by the same rule, in the cluster jackknife's words:
+    /// draws all equal for one coefficient (SE 0, z = inf), and figures the jackknife does
+    /// not estimate.
+    #[test]
+    fn crafted_cluster_models_are_refused_by_name() {
+        let model =
+            estimate_with(&clustered(300, 6, 11), IntervalMethod::ClusterOneStep, None).unwrap();
+        let (payload, at) = payload_and_section(&model);
+        let (g, d1, d2) = (model.calibration().reps(), model.d1(), model.d2());
+        assert_eq!(g, 6);
+        let theta_draws = at + SECTION_FIXED + 8 * d2;
+        // Every draw of theta[1] equal to the first.
+        let mut flat = payload.clone();
+        for b in 0..g {
+            let (from, to) = (theta_draws + 4, theta_draws + 4 * (b * d1 + 1));
+            let v: [u8; 4] = flat[from..from + 4].try_into().unwrap();
+            flat[to..to + 4].copy_from_slice(&v);
+        }
+        let msg = format_error(&seal(2, &flat));
+        assert!(
+            msg.contains("`theta draws`[*][1]: all 6 draws equal")
+                && msg.contains("the cluster jackknife (one-step) gives the coefficient no spread"),
+            "{msg}"
+        );
+        // Every draw of gamma[0] equal.
+        let mut flat = payload.clone();
+        let gamma_draws = theta_draws + 4 * g * d1;
+        for b in 1..g {
+            let v: [u8; 4] = flat[gamma_draws..gamma_draws + 4].try_into().unwrap();
+            let to = gamma_draws + 4 * b * d2;
+            flat[to..to + 4].copy_from_slice(&v);
+        }
+        let msg = format_error(&seal(2, &flat));
+        assert!(
+            msg.contains("`gamma draws`[*][0]: all 6 draws equal"),
+            "{msg}"
+        );
+        let mut shrink = payload.clone();
+        shrink[at + 26..at + 34].copy_from_slice(&0.5f64.to_le_bytes());
+        let msg = format_error(&seal(2, &shrink));
+        assert!(
+            msg.contains("`shrink` = 0.5: the cluster jackknife (one-step) stores 1")
+                && !msg.contains("bootstrap"),
+            "{msg}"
+        );
+        // Claimed as the exact jackknife, the same draws load (both hold G draws).
+        let mut exact = payload;
+        exact[at] = byte(IntervalMethod::ClusterJackknife);
+        exact[at + 1] = byte(IntervalMethod::ClusterJackknife);
+        let back = from_bytes(&seal(2, &exact), "x").unwrap();
+        assert_eq!(
+            back.calibration().method(),
+            IntervalMethod::ClusterJackknife
+        );
+    }
+
     #[test]
     fn bootstrap_draws_round_trip_exactly() {
         for method in [
@@ -966,13 +1036,20 @@ mod tests {
             e.contains("payload size does not match d1 = 1, d2 = 0"),
             "{e}"
         );
-        // A length that implies a B outside the documented range names B.
+        // A length that implies a count of draws no method holds says so
         let model = small_model();
         let (d1, d2) = (model.d1(), model.d2());
         let base = base_payload_len(d1, d2).unwrap() + SECTION_FIXED + 8 * d2;
-        let e = check_payload_len(2, d1, d2, base + 4 * (d1 + d2) * 9).unwrap_err();
-        assert!(e.contains("9 bootstrap draws") && e.contains("`B`"), "{e}");
-        assert!(check_payload_len(2, d1, d2, base + 4 * (d1 + d2) * 10).is_ok());
+        // (the hull of the methods' ranges: 3 cluster draws to 100,000 refits or 10^6 clusters).
+        let e = check_payload_len(2, d1, d2, base + 4 * (d1 + d2) * 2).unwrap_err();
+        assert!(
+            e.contains("holds 2 draws") && e.contains("3 to 1000000"),
+            "{e}"
+        );
+        assert!(check_payload_len(2, d1, d2, base + 4 * (d1 + d2) * 3).is_ok());
+        assert!(check_payload_len(2, d1, d2, base + 4 * (d1 + d2) * 1_000_000).is_ok());
+        let e = check_payload_len(2, d1, d2, base + 4 * (d1 + d2) * 1_000_001).unwrap_err();
+        assert!(e.contains("holds 1000001 draws"), "{e}");
         assert!(check_payload_len(2, d1, d2, base - 8 * d2).is_ok()); // Wald
     }
 

@@ -15,6 +15,7 @@
 
 use super::csv_table::{non_canonical_numbered, numbered, CsvTable};
 use super::file_kind::FileKind;
+use super::ids::integer_ids;
 use super::safetensors_table::SafetensorsFile;
 use crate::error::{Error, Result};
 use crate::fitted::RewardModel;
@@ -139,7 +140,7 @@ pub fn pairs_from_csv(t: &CsvTable, d1: usize) -> Result<PairsInput> {
 pub fn candidates_from_csv(t: &CsvTable, d1: usize) -> Result<CandidatesInput> {
     check_columns(t, &["group", "penalty"], &[("phi", d1)])?;
     let phi = csv_block(t, "phi", d1)?;
-    let group = group_ids(&t.column("group")?, |r| {
+    let group = integer_ids(&t.column("group")?, "group id", |r| {
         format!("column `group`, data row {}", r + 1)
     })
     .map_err(|d| Error::format(&t.path, d))?;
@@ -197,7 +198,7 @@ pub fn candidates_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<Can
         f.expect_shape("penalty", false, &[Some(rows)])?;
     }
     let phi = f.read("phi", false)?;
-    let group = group_ids(&f.read("group", true)?, |r| {
+    let group = integer_ids(&f.read("group", true)?, "group id", |r| {
         format!("tensor `group`, row {r}")
     })
     .map_err(|d| Error::format(path, d))?;
@@ -381,24 +382,6 @@ fn non_empty(path: &str, rows: usize) -> Result<usize> {
     } else {
         Ok(rows)
     }
-}
-
-/// Group ids must be integers; `place(row)` names the offending cell.
-fn group_ids(
-    values: &[f64],
-    place: impl Fn(usize) -> String,
-) -> std::result::Result<Vec<i64>, String> {
-    values
-        .iter()
-        .enumerate()
-        .map(|(r, &v)| {
-            if v.fract() == 0.0 && v.abs() < 9.0e15 {
-                Ok(v as i64)
-            } else {
-                Err(format!("{}: group id {v} is not an integer", place(r)))
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

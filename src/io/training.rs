@@ -7,6 +7,7 @@
 
 use super::csv_table::{non_canonical_numbered, numbered, CsvTable};
 use super::file_kind::FileKind;
+use super::ids::integer_ids;
 use super::safetensors_table::SafetensorsFile;
 use crate::data::{Dataset, Rows};
 use crate::error::{Error, Result};
@@ -63,7 +64,12 @@ pub fn from_csv(t: &CsvTable, rows: Rows) -> Result<Dataset> {
     let y = t.column("y")?;
     let psi0 = t.column("psi0")?;
     let cluster = match t.find("cluster") {
-        Some(_) => Some(cluster_ids(&t.path, "cluster", &t.column("cluster")?)?),
+        Some(_) => Some(
+            integer_ids(&t.column("cluster")?, "cluster id", |r| {
+                format!("column `cluster`, data row {}", r + 1)
+            })
+            .map_err(|d| Error::format(&t.path, d))?,
+        ),
         None => None,
     };
     Dataset::with_rows(rows, d1, d2, z, psi0, psi, y, cluster).map_err(|e| invalid_data(&t.path, e))
@@ -111,28 +117,16 @@ pub fn from_safetensors(f: &SafetensorsFile, rows: Rows) -> Result<Dataset> {
         Vec::new()
     };
     let cluster = if f.has("cluster") {
-        Some(cluster_ids(path, "cluster", &f.read("cluster", true)?)?)
+        Some(
+            integer_ids(&f.read("cluster", true)?, "cluster id", |r| {
+                format!("tensor `cluster`, row {r}")
+            })
+            .map_err(|d| Error::format(path, d))?,
+        )
     } else {
         None
     };
     Dataset::with_rows(rows, d1, d2, z, psi0, psi, y, cluster).map_err(|e| invalid_data(path, e))
-}
-
-fn cluster_ids(path: &str, what: &str, values: &[f64]) -> Result<Vec<i64>> {
-    values
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            if v.fract() == 0.0 && v.abs() < 9.0e15 {
-                Ok(v as i64)
-            } else {
-                Err(Error::format(
-                    path,
-                    format!("`{what}` row {i}: id {v} is not an integer"),
-                ))
-            }
-        })
-        .collect()
 }
 
 /// A validation failure of file content, reported as a format error naming the file.
