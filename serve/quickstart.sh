@@ -34,6 +34,14 @@ cargo build --release -p hetreward-cli
 gateway="${CARGO_TARGET_DIR:-$root/target}/release/hetreward"
 mkdir -p "$logs"
 
+# A port already in use would let a readiness check answer from another server: refuse it.
+for port in "$gen_port" "$emb_port" "$gw_port"; do
+  if ! "$HETREWARD_LLAMA_PYTHON" -c "import socket, sys; socket.create_server(('127.0.0.1', int(sys.argv[1]))).close()" "$port" 2>/dev/null; then
+    echo "port $port on 127.0.0.1 is in use; choose others with GEN_PORT, EMB_PORT, GATEWAY_PORT" >&2
+    exit 1
+  fi
+done
+
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done

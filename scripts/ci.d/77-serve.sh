@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `hetreward serve` (issue 30), proven against llama.cpp's own llama-server, not a mock:
-#   1. examples/llama-cpp/setup.sh (cached, as 75-llama-cpp): llama-server built CPU-only from the
+#   0. serve/quickstart.sh --try: the README's quick start, one request through openai;
+#   1. examples/llama-cpp/setup.sh (cached, as 75-llama-cpp, run by the quick start): llama-server built CPU-only from the
 #      pinned llama.cpp source (the llama-cpp-python sdist, sha256-checked), the SmolLM2 and MiniLM
 #      GGUFs, the MT-Bench reward model with its projection, libhetreward for the Python binding,
 #      and the venv (official openai client, pytest);
@@ -22,7 +23,17 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
 t0=$(date +%s)
-bash examples/llama-cpp/setup.sh
+# The README's quick start, as a new user runs it: setup.sh (cached), the CLI built, both
+# llama-servers and the gateway started, one best_of request through the openai client (the
+# pick checked against the candidates' lower bounds), everything stopped. Free ports, so a
+# server left on the defaults cannot answer for ours.
+read -r GEN_PORT EMB_PORT GATEWAY_PORT < <(python3 -c "
+import socket
+socks = [socket.create_server(('127.0.0.1', 0)) for _ in range(3)]
+print(*[s.getsockname()[1] for s in socks])")
+export GEN_PORT EMB_PORT GATEWAY_PORT
+echo "--- serve/quickstart.sh --try (ports $GEN_PORT $EMB_PORT $GATEWAY_PORT)"
+bash serve/quickstart.sh --try
 # shellcheck source=/dev/null
 source target/llama-cpp/env.sh
 for v in HETREWARD_LLAMA_PYTHON HETREWARD_LLAMA_SERVER HETREWARD_LLAMA_GENERATOR HETREWARD_LLAMA_EMBEDDER HETREWARD_LLAMA_MODEL HETREWARD_LIB; do
