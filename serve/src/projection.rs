@@ -12,8 +12,10 @@ pub const FORMAT: &str = "hetreward-projection-1";
 #[derive(Debug, Clone, PartialEq)]
 pub struct Projection {
     mean: Vec<f64>,
-    /// `dim_out x dim_in`, row-major.
-    components: Vec<f64>,
+    /// The components transposed: `dim_in x dim_out`, row-major (row `i` holds every
+    /// feature's weight of embedding element `i`), so [`Projection::apply_into`] runs the d1
+    /// sums side by side.
+    components_t: Vec<f64>,
     dim_in: usize,
     dim_out: usize,
     text: String,
@@ -84,9 +86,15 @@ impl Projection {
         if let Some(bad) = mean.iter().chain(&components).find(|v| !v.is_finite()) {
             return Err(format!("non-finite value {bad} in the projection"));
         }
+        let mut components_t = vec![0.0; components.len()];
+        for (k, row) in components.chunks_exact(dim_in).enumerate() {
+            for (i, &c) in row.iter().enumerate() {
+                components_t[i * dim_out + k] = c;
+            }
+        }
         Ok(Projection {
             mean,
-            components,
+            components_t,
             dim_in,
             dim_out,
             text,
@@ -138,7 +146,10 @@ impl Projection {
 
     /// Appends the features of one embedding (length D) to `out`: each feature is the dot
     /// product `(e - mean) . components[k]` accumulated in f64 in index order, then rounded to
-    /// f32, exactly as examples/llama-cpp/pbon.cpp's `Projection::apply`.
+    /// f32, exactly as examples/llama-cpp/pbon.cpp's `Projection::apply`. The d1 sums advance
+    /// together, one embedding element at a time: each sum adds the same terms in the same
+    /// order as a row-by-row dot product (so the same bits), but the d1 independent chains
+    /// vectorise instead of waiting on one addition's latency per term.
     pub fn apply_into(&self, e: &[f32], out: &mut Vec<f32>) -> Result<(), String> {
         if e.len() != self.dim_in {
             return Err(format!(
@@ -147,13 +158,18 @@ impl Projection {
                 self.dim_in
             ));
         }
-        for row in self.components.chunks_exact(self.dim_in) {
-            let mut s = 0.0f64;
-            for ((&x, &m), &c) in e.iter().zip(&self.mean).zip(row) {
-                s += (f64::from(x) - m) * c;
+        let mut sums = vec![0.0f64; self.dim_out];
+        for ((&x, &m), weights) in e
+            .iter()
+            .zip(&self.mean)
+            .zip(self.components_t.chunks_exact(self.dim_out))
+        {
+            let centred = f64::from(x) - m;
+            for (s, &c) in sums.iter_mut().zip(weights) {
+                *s += centred * c;
             }
-            out.push(s as f32);
         }
+        out.extend(sums.iter().map(|&s| s as f32));
         Ok(())
     }
 }
