@@ -38,9 +38,14 @@ type Heterogeneity struct {
 // StatusInvalidArgument (no cluster ids, fewer than 2 clusters), StatusDimensionMismatch,
 // StatusSingularInformation. Safe to call from several goroutines.
 func (m *Model) Heterogeneity(ds *Dataset) (Heterogeneity, error) {
-	if m.p == nil || ds.p == nil {
+	if !m.h.acquire() {
 		return Heterogeneity{}, ErrClosed
 	}
+	defer m.h.release()
+	if !ds.h.acquire() {
+		return Heterogeneity{}, ErrClosed
+	}
+	defer ds.h.release()
 	p := m.D1() + m.D2()
 	de := make([]float64, p+1) // never empty: &de[0] is valid
 	k := make([]float64, p+1)
