@@ -46,7 +46,8 @@ func (m *Model) Heterogeneity(ds *Dataset) (Heterogeneity, error) {
 		return Heterogeneity{}, ErrClosed
 	}
 	defer ds.h.release()
-	p := m.D1() + m.D2()
+	// The dimensions under this use (D1 and D2 would take a new one, refused after a Close).
+	p := int(C.hetreward_model_d1(m.p)) + int(C.hetreward_model_d2(m.p))
 	de := make([]float64, p+1) // never empty: &de[0] is valid
 	k := make([]float64, p+1)
 	var info C.hetreward_heterogeneity

@@ -107,11 +107,14 @@ func (m *Model) D2() int {
 type vecGetter func(*C.hetreward_model, *C.double, C.size_t) C.hetreward_status
 
 func (m *Model) vector(get vecGetter, n func() int) ([]float64, error) {
+	// The length first: n() takes a use of its own, refused (0) once Close has run, and then
+	// so is this one.
+	size := n()
 	if !m.h.acquire() {
 		return nil, ErrClosed
 	}
 	defer m.h.release()
-	out := make([]float64, n())
+	out := make([]float64, size)
 	err := call(func() C.hetreward_status { return get(m.p, f64ptr(out), C.size_t(len(out))) })
 	runtime.KeepAlive(m)
 	if err != nil {
@@ -181,7 +184,7 @@ func (m *Model) rows(name string, phi []float32) (int, int, error) {
 		return 0, 0, ErrClosed
 	}
 	defer m.h.release()
-	d1 := m.D1()
+	d1 := int(C.hetreward_model_d1(m.p)) // under this use: never 0 after a racing Close
 	if len(phi)%d1 != 0 {
 		return 0, 0, dimErr("%s has %d values, not a multiple of the model's d1 = %d", name, len(phi), d1)
 	}
