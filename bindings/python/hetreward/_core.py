@@ -206,9 +206,21 @@ class _Handle:
         return _Use(self)
 
     def _call(self, fn, *args):
-        """``fn(ptr, *args)`` with this handle's pointer, as one use."""
-        with _Use(self) as ptr:
-            return fn(ptr, *args)
+        """``fn(ptr, *args)`` with this handle's pointer, as one use (_Use inlined: this is
+        the hot path of score and the other one-call methods)."""
+        guard = self._guard
+        with guard:
+            if self._closed:
+                raise ValueError(f"I/O operation on a closed {type(self).__name__}")
+            self._uses += 1
+        try:
+            return fn(self._ptr, *args)
+        finally:
+            with guard:
+                self._uses -= 1
+                last = self._closed and self._uses == 0
+            if last:
+                self._finalizer()
 
     def close(self) -> None:
         """Marks the object closed (later calls raise ValueError) and frees the C object: now,
