@@ -43,9 +43,10 @@ type Coefficient struct {
 // method (Intervals; the paper's Wald table of any model is that of Wald()'s copy). which
 // selects the rows. Errors: StatusInvalidArgument (alpha, which).
 func (m *Model) Coefficients(alpha float64, which Coefficients) ([]Coefficient, error) {
-	if m.p == nil {
+	if !m.h.acquire() {
 		return nil, ErrClosed
 	}
+	defer m.h.release()
 	var count C.size_t
 	err := call(func() C.hetreward_status {
 		return C.hetreward_model_coefficients(m.p, C.hetreward_coefficients(which), C.double(alpha), nil, 0, &count)

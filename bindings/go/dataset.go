@@ -18,44 +18,52 @@ import (
 // Dataset is immutable: any number of goroutines may fit with it at once. Close frees it (a
 // finalizer does so too, but at an unpredictable time); models fitted from it stay valid.
 type Dataset struct {
-	p *C.hetreward_dataset
+	p *C.hetreward_dataset // never changes; valid while a use of h is held
+	h handle
 }
 
 func newDataset(p *C.hetreward_dataset) *Dataset {
 	d := &Dataset{p: p}
+	d.h.free = func() { C.hetreward_dataset_free(p) }
 	runtime.SetFinalizer(d, (*Dataset).Close)
 	return d
 }
 
 // Close frees the dataset. It is idempotent; later method calls return ErrClosed or zero.
-// It must not run while another goroutine uses the dataset.
+// It is safe while other goroutines use the dataset (a Fit in progress keeps it until it
+// returns; the last user frees it).
 func (d *Dataset) Close() {
-	if d.p == nil {
-		return
-	}
-	C.hetreward_dataset_free(d.p)
-	d.p = nil
+	d.h.close()
 	runtime.SetFinalizer(d, nil)
 }
 
 // N is the number of samples (0 after Close).
 func (d *Dataset) N() int {
+	if !d.h.acquire() {
+		return 0
+	}
+	defer d.h.release()
 	n := int(C.hetreward_dataset_n(d.p))
-	runtime.KeepAlive(d)
 	return n
 }
 
 // D1 is the reward-feature dimension (0 after Close).
 func (d *Dataset) D1() int {
+	if !d.h.acquire() {
+		return 0
+	}
+	defer d.h.release()
 	v := int(C.hetreward_dataset_d1(d.p))
-	runtime.KeepAlive(d)
 	return v
 }
 
 // D2 is the annotator-covariate dimension, possibly 0 (0 after Close).
 func (d *Dataset) D2() int {
+	if !d.h.acquire() {
+		return 0
+	}
+	defer d.h.release()
 	v := int(C.hetreward_dataset_d2(d.p))
-	runtime.KeepAlive(d)
 	return v
 }
 

@@ -18,7 +18,8 @@
 // Dataset, Fitter and Model wrap the C handles. Each has an idempotent Close and a finalizer
 // (Close early: the finalizer runs at the garbage collector's convenience). Datasets and
 // models are immutable, so any number of goroutines may use one at once; a Fitter runs one
-// Fit at a time.
+// Fit at a time. Close is safe at any time from any goroutine: calls already running finish
+// with the C object (the last one frees it), later calls return ErrClosed (or zero).
 //
 // Feature vectors are flat []float32 slices, row after row (m rows of d1 values), as
 // inference engines hand out embeddings. They are passed to C in place, never copied, and

@@ -125,8 +125,9 @@ func hetrewardGoProgress(p *C.hetreward_progress, handle C.uintptr_t) (stop C.in
 // Fitter holds the params of a fit and can fit any number of datasets, one at a time (Fit
 // calls on one Fitter are serialised). Close frees it; a finalizer does so too.
 type Fitter struct {
-	mu     sync.Mutex // held by Fit and Close
-	p      *C.hetreward_fitter
+	mu     sync.Mutex          // held by Fit and Close: one fit at a time
+	p      *C.hetreward_fitter // never changes; valid while a use of h is held
+	h      handle
 	state  *fitState
 	handle cgo.Handle
 }
@@ -170,6 +171,10 @@ func NewFitter(params FitParams) (*Fitter, error) {
 		return nil, err
 	}
 	f := &Fitter{p: out, state: st, handle: h}
+	f.h.free = func() {
+		C.hetreward_fitter_free(out)
+		h.Delete()
+	}
 	runtime.SetFinalizer(f, (*Fitter).Close)
 	return f, nil
 }
@@ -191,9 +196,16 @@ func (f *Fitter) Fit(ctx context.Context, d *Dataset) (*Model, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.p == nil || d.p == nil {
+	// A use of both for the whole fit: a Close of d (or a Cancel racing a Close) frees
+	// nothing until the fit returns.
+	if !f.h.acquire() {
 		return nil, ErrClosed
 	}
+	defer f.h.release()
+	if !d.h.acquire() {
+		return nil, ErrClosed
+	}
+	defer d.h.release()
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Status: StatusCancelled, Message: "the context was done before the fit started", cause: err}
 	}
@@ -224,19 +236,17 @@ func (f *Fitter) Fit(ctx context.Context, d *Dataset) (*Model, error) {
 // request made while no fit runs applies to the next fit (then is cleared); prefer a
 // context, which only ever affects the fit it was given to.
 func (f *Fitter) Cancel() {
+	if !f.h.acquire() {
+		return
+	}
+	defer f.h.release()
 	C.hetreward_fitter_cancel(f.p)
-	runtime.KeepAlive(f)
 }
 
 // Close frees the fitter, waiting for a running Fit to return first. It is idempotent.
 func (f *Fitter) Close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.p == nil {
-		return
-	}
-	C.hetreward_fitter_free(f.p)
-	f.p = nil
-	f.handle.Delete()
+	f.h.close()
 	runtime.SetFinalizer(f, nil)
 }

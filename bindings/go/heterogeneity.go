@@ -38,10 +38,16 @@ type Heterogeneity struct {
 // StatusInvalidArgument (no cluster ids, fewer than 2 clusters), StatusDimensionMismatch,
 // StatusSingularInformation. Safe to call from several goroutines.
 func (m *Model) Heterogeneity(ds *Dataset) (Heterogeneity, error) {
-	if m.p == nil || ds.p == nil {
+	if !m.h.acquire() {
 		return Heterogeneity{}, ErrClosed
 	}
-	p := m.D1() + m.D2()
+	defer m.h.release()
+	if !ds.h.acquire() {
+		return Heterogeneity{}, ErrClosed
+	}
+	defer ds.h.release()
+	// The dimensions under this use (D1 and D2 would take a new one, refused after a Close).
+	p := int(C.hetreward_model_d1(m.p)) + int(C.hetreward_model_d2(m.p))
 	de := make([]float64, p+1) // never empty: &de[0] is valid
 	k := make([]float64, p+1)
 	var info C.hetreward_heterogeneity

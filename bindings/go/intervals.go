@@ -53,9 +53,10 @@ type IntervalInfo struct {
 
 // Intervals returns the model's interval method, figures and diagnostics.
 func (m *Model) Intervals() (IntervalInfo, error) {
-	if m.p == nil {
+	if !m.h.acquire() {
 		return IntervalInfo{}, ErrClosed
 	}
+	defer m.h.release()
 	var i C.hetreward_interval_info
 	var n C.size_t
 	err := call(func() C.hetreward_status { return C.hetreward_model_intervals(m.p, &i) })
@@ -97,9 +98,10 @@ func (m *Model) Intervals() (IntervalInfo, error) {
 // Wald returns a copy of the model with the paper's Wald intervals, whatever method it
 // carries (close it like any model).
 func (m *Model) Wald() (*Model, error) {
-	if m.p == nil {
+	if !m.h.acquire() {
 		return nil, ErrClosed
 	}
+	defer m.h.release()
 	var out *C.hetreward_model
 	err := call(func() C.hetreward_status { return C.hetreward_model_wald(m.p, &out) })
 	runtime.KeepAlive(m)

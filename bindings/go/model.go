@@ -15,23 +15,22 @@ import (
 // immutable, so any number of goroutines may score, compare and select with one Model at
 // once (results do not depend on it). Close frees it; a finalizer does so too.
 type Model struct {
-	p *C.hetreward_model
+	p *C.hetreward_model // never changes; valid while a use of h is held
+	h handle
 }
 
 func newModel(p *C.hetreward_model) *Model {
 	m := &Model{p: p}
+	m.h.free = func() { C.hetreward_model_free(p) }
 	runtime.SetFinalizer(m, (*Model).Close)
 	return m
 }
 
-// Close frees the model. It is idempotent; it must not run while another goroutine uses
-// the model.
+// Close frees the model. It is idempotent, and safe while other goroutines use the model:
+// their calls in flight finish with it (the last one frees it), later calls return
+// ErrClosed or zero.
 func (m *Model) Close() {
-	if m.p == nil {
-		return
-	}
-	C.hetreward_model_free(m.p)
-	m.p = nil
+	m.h.close()
 	runtime.SetFinalizer(m, nil)
 }
 
@@ -77,32 +76,45 @@ type FitReport struct {
 
 // N is the training sample size (0 after Close).
 func (m *Model) N() int {
+	if !m.h.acquire() {
+		return 0
+	}
+	defer m.h.release()
 	v := int(C.hetreward_model_n(m.p))
-	runtime.KeepAlive(m)
 	return v
 }
 
 // D1 is the reward-feature dimension: the length of theta and of every feature vector.
 func (m *Model) D1() int {
+	if !m.h.acquire() {
+		return 0
+	}
+	defer m.h.release()
 	v := int(C.hetreward_model_d1(m.p))
-	runtime.KeepAlive(m)
 	return v
 }
 
 // D2 is the annotator-covariate dimension (length of gamma, may be 0).
 func (m *Model) D2() int {
+	if !m.h.acquire() {
+		return 0
+	}
+	defer m.h.release()
 	v := int(C.hetreward_model_d2(m.p))
-	runtime.KeepAlive(m)
 	return v
 }
 
 type vecGetter func(*C.hetreward_model, *C.double, C.size_t) C.hetreward_status
 
 func (m *Model) vector(get vecGetter, n func() int) ([]float64, error) {
-	if m.p == nil {
+	// The length first: n() takes a use of its own, refused (0) once Close has run, and then
+	// so is this one.
+	size := n()
+	if !m.h.acquire() {
 		return nil, ErrClosed
 	}
-	out := make([]float64, n())
+	defer m.h.release()
+	out := make([]float64, size)
 	err := call(func() C.hetreward_status { return get(m.p, f64ptr(out), C.size_t(len(out))) })
 	runtime.KeepAlive(m)
 	if err != nil {
@@ -141,9 +153,10 @@ func (m *Model) GammaSE() ([]float64, error) {
 
 // Report returns how the model was fitted.
 func (m *Model) Report() (FitReport, error) {
-	if m.p == nil {
+	if !m.h.acquire() {
 		return FitReport{}, ErrClosed
 	}
+	defer m.h.release()
 	var r C.hetreward_fit_report
 	err := call(func() C.hetreward_status { return C.hetreward_model_report(m.p, &r) })
 	runtime.KeepAlive(m)
@@ -167,10 +180,11 @@ func (m *Model) Report() (FitReport, error) {
 
 // rows returns how many rows of d1 values a flat slice holds.
 func (m *Model) rows(name string, phi []float32) (int, int, error) {
-	if m.p == nil {
+	if !m.h.acquire() {
 		return 0, 0, ErrClosed
 	}
-	d1 := m.D1()
+	defer m.h.release()
+	d1 := int(C.hetreward_model_d1(m.p)) // under this use: never 0 after a racing Close
 	if len(phi)%d1 != 0 {
 		return 0, 0, dimErr("%s has %d values, not a multiple of the model's d1 = %d", name, len(phi), d1)
 	}
@@ -186,6 +200,10 @@ func toReward(r *C.hetreward_reward) Reward {
 // CIs. Errors: StatusDimensionMismatch, StatusNonFinite (the message gives the flat index),
 // StatusInvalidArgument (alpha).
 func (m *Model) Score(phi []float32, alpha float64) ([]Reward, error) {
+	if !m.h.acquire() {
+		return nil, ErrClosed
+	}
+	defer m.h.release()
 	rows, d1, err := m.rows("phi", phi)
 	if err != nil {
 		return nil, err
@@ -212,6 +230,10 @@ func (m *Model) Score(phi []float32, alpha float64) ([]Reward, error) {
 // Compare compares pairs of answers: row i of phi0 (answer a0) with row i of phi1 (answer
 // a1), D = r(a0) - r(a1), with its SE under method, (1 - alpha) CI, p-value and verdict.
 func (m *Model) Compare(phi0, phi1 []float32, alpha float64, method DiffMethod) ([]Comparison, error) {
+	if !m.h.acquire() {
+		return nil, ErrClosed
+	}
+	defer m.h.release()
 	rows, d1, err := m.rows("phi0", phi0)
 	if err != nil {
 		return nil, err
@@ -247,6 +269,10 @@ func (m *Model) Compare(phi0, phi1 []float32, alpha float64, method DiffMethod) 
 // to the lowest index. Errors: StatusDimensionMismatch (no candidates), StatusNonFinite,
 // StatusInvalidArgument (alpha, policy).
 func (m *Model) Select(phi []float32, penalty []float64, alpha float64, policy Policy) (int, []Candidate, error) {
+	if !m.h.acquire() {
+		return 0, nil, ErrClosed
+	}
+	defer m.h.release()
 	rows, d1, err := m.rows("phi", phi)
 	if err != nil {
 		return 0, nil, err
@@ -279,9 +305,10 @@ func (m *Model) Select(phi []float32, penalty []float64, alpha float64, policy P
 // Rationality returns sigma_hat = psi0 + gamma_hat . psi of an annotator profile and its
 // standard error (psi has d2 values).
 func (m *Model) Rationality(psi0 float64, psi []float64) (sigma, se float64, err error) {
-	if m.p == nil {
+	if !m.h.acquire() {
 		return 0, 0, ErrClosed
 	}
+	defer m.h.release()
 	var s, e C.double
 	err = call(func() C.hetreward_status {
 		return C.hetreward_model_rationality(m.p, C.double(psi0), f64ptr(psi), C.size_t(len(psi)), &s, &e)
@@ -297,9 +324,10 @@ func (m *Model) Rationality(psi0 float64, psi []float64) (sigma, se float64, err
 // (1 - alpha) interval under the model's interval method (Reward holds sigma; for a bootstrap
 // model the percentile interval of the refits' rationalities, not sigma +- q se).
 func (m *Model) RationalityInterval(psi0 float64, psi []float64, alpha float64) (Reward, error) {
-	if m.p == nil {
+	if !m.h.acquire() {
 		return Reward{}, ErrClosed
 	}
+	defer m.h.release()
 	var r C.hetreward_reward
 	err := call(func() C.hetreward_status {
 		return C.hetreward_model_rationality_interval(m.p, C.double(psi0), f64ptr(psi), C.size_t(len(psi)), C.double(alpha), &r)
@@ -313,9 +341,10 @@ func (m *Model) RationalityInterval(psi0 float64, psi []float64, alpha float64) 
 
 // Save writes the model file (atomically: a temporary file is renamed over path).
 func (m *Model) Save(path string) error {
-	if m.p == nil {
+	if !m.h.acquire() {
 		return ErrClosed
 	}
+	defer m.h.release()
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	err := call(func() C.hetreward_status { return C.hetreward_model_save(m.p, cpath) })
@@ -325,9 +354,10 @@ func (m *Model) Save(path string) error {
 
 // MarshalBinary serialises the model in the model file format (hetreward_model_save_buffer).
 func (m *Model) MarshalBinary() ([]byte, error) {
-	if m.p == nil {
+	if !m.h.acquire() {
 		return nil, ErrClosed
 	}
+	defer m.h.release()
 	var size C.size_t
 	err := call(func() C.hetreward_status { return C.hetreward_model_save_buffer(m.p, nil, 0, &size) })
 	if err != nil {

@@ -15,6 +15,10 @@ parses include/hetreward.h and the Julia source and fails if
 * a C struct with fields has no Julia ``struct`` of the same name with the same fields, in
   the same order, of the same types (a wrong field shifts the layout of every later one);
 * an integer constant of the header (#define or enum value) is missing or has another value;
+* a handle's pointer can be freed under a call (issue 32): ``live(h)`` (the pointer passed to
+  C) used outside an ``in_use(..., h, ...)`` block, a C free function called anywhere but a
+  ``free_now!`` method, or a handle type whose finalizer is not ``free_now!`` or whose
+  ``close`` does not go through ``close_handle!``;
 * an option family of the header (HETREWARD_OPTION_*) has no table in the wrapper's
   ``OPTION_TABLES`` (each an empty ``Dict{Symbol,UInt32}()`` filled in ``__init__`` from the
   library's hetreward_option_at), or an option table is written as a literal
@@ -359,10 +363,63 @@ def check(header_text: str, wrapper_text: str) -> Tuple[List[str], str]:
         elif w.constants[name] != value:
             problems.append(f"constant {name}: {w.constants[name]} in the wrapper, {value} in C")
     problems += check_option_tables(h, wrapper_text)
+    problems += check_handle_guard(wrapper_text)
     summary = (f"{len(h.functions)} functions ({len(w.ccalls)} @ccall sites), "
                f"{len(h.structs)} structs, {len(h.opaque)} opaque types, "
                f"{len(h.constants)} constants")
     return problems, summary
+
+
+HANDLES = ("Dataset", "Fitter", "Model")
+
+
+def check_handle_guard(wrapper_text: str) -> List[str]:
+    """Every pointer passed to C is taken inside a use of its handle (in_use), and only the
+    guard frees: close goes through close_handle!, the finalizer and the last use through
+    free_now!, the only place that calls a C free function."""
+    problems = []
+    lines = strip_julia_comments(wrapper_text).split("\n")
+    stack: List[Tuple[int, set]] = []  # open `in_use(...) do` blocks: (indent, handles)
+    function = None  # the top-level function (or one-line method) the line is in
+    for n, line in enumerate(lines, 1):
+        indent = len(line) - len(line.lstrip())
+        stripped = line.strip()
+        while stack and stripped == "end" and indent == stack[-1][0]:
+            stack.pop()
+        m = re.match(r"(?:function\s+)?([A-Za-z_][\w.!]*)\(.*?(?:\)\s*=|$)", line)
+        if indent == 0 and m and (line.startswith("function ") or re.search(r"\)\s*=", line)):
+            function = m.group(1)
+        m = re.search(r"\bin_use\(([\w, ]+)\) do\s*$", line)
+        if m:
+            stack.append((indent, {x.strip() for x in m.group(1).split(",")}))
+            continue
+        if line.startswith("function live("):
+            continue
+        inline = set()
+        m = re.search(r"\bin_use\(\(\) ->.*,\s*([\w, ]+)\)\)?\s*$", line)
+        if m:
+            inline = {x.strip() for x in m.group(1).split(",")}
+        held = set().union(inline, *(hs for _, hs in stack))
+        for x in re.findall(r"\blive\((\w+)\)", line):
+            if x not in held:
+                problems.append(f"line {n}: live({x}) outside in_use (its C object may be "
+                                f"freed by a close in another task during the call)")
+        for name in re.findall(r"\b(hetreward_(?:dataset|fitter|model)_free)\(", line):
+            if "@ccall" in line or re.match(rf"{name}\(\w+\) =", line):
+                continue
+            if function != "free_now!":
+                problems.append(f"line {n}: {name} called in {function}, not in free_now! "
+                                f"(a free outside the use guard)")
+    text = strip_julia_comments(wrapper_text)
+    for t in HANDLES:
+        body = re.search(rf"^mutable struct {t}\b(.*?)^end$", text, re.S | re.M)
+        if body is None or "finalizer(free_now!," not in body.group(1):
+            problems.append(f"{t}: its finalizer is not free_now!")
+        close = re.search(rf"(?:function Base\.close\(\w+::{t}\)(?:.*\n)*?end|"
+                          rf"Base\.close\(\w+::{t}\) = [^\n]*)", text)
+        if close is None or "close_handle!" not in close.group(0):
+            problems.append(f"{t}: Base.close does not go through close_handle!")
+    return problems
 
 
 def check_option_tables(h: Header, wrapper_text: str) -> List[str]:
@@ -480,6 +537,31 @@ MUTATIONS += [
     ("the tables not filled at load",
      "    for (table, family) in OPTION_TABLES\n", "    for (table, family) in ()\n",
      "__init__ does not fill OPTION_TABLES"),
+]
+
+MUTATIONS += [
+    ("a C call outside the use guard",
+     "    in_use(m) do\n        GC.@preserve m out check(getter(live(m), pointer(out), len))\n    end",
+     "    GC.@preserve m out check(getter(live(m), pointer(out), len))",
+     "live(m) outside in_use"),
+    ("a guard on the wrong handle",
+     "    in_use(model, dataset) do", "    in_use(model) do",
+     "live(dataset) outside in_use"),
+    ("a close that frees under a call",
+     "Base.close(m::Model) = close_handle!(m)", "Base.close(m::Model) = free_now!(m)",
+     "Model: Base.close does not go through close_handle!"),
+    ("a free outside free_now!",
+     "function close_handle!(h)\n",
+     "function close_handle!(h)\n    h isa Model && hetreward_model_free(h.ptr)\n",
+     "hetreward_model_free called in close_handle!"),
+    ("a finalizer that bypasses the guard",
+     "return finalizer(free_now!, new(ptr, 0, false, Threads.SpinLock()))\n    end\nend\n\n"
+     "# Frees the C object once (see in_use): from close_handle!, the last use, or the "
+     "finalizer.\nfunction free_now!(m::Model)",
+     "return finalizer(close, new(ptr, 0, false, Threads.SpinLock()))\n    end\nend\n\n"
+     "# Frees the C object once (see in_use): from close_handle!, the last use, or the "
+     "finalizer.\nfunction free_now!(m::Model)",
+     "Model: its finalizer is not free_now!"),
 ]
 
 # A header change the wrapper has not followed must fail too.

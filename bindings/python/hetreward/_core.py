@@ -155,29 +155,87 @@ def _ptr(a, ctype):
     return a.ctypes.data_as(POINTER(ctype))
 
 
+class _Use:
+    """One use of a handle's C pointer, for the duration of the C call(s) made inside
+    ``with handle._use() as ptr:``. Raises ValueError if the handle is closed; a close()
+    during the use frees the C object when the last use ends (see _Handle)."""
+
+    __slots__ = ("_h",)
+
+    def __init__(self, handle):
+        self._h = handle  # a strong reference: no finalizer runs while a use is open
+
+    def __enter__(self):
+        h = self._h
+        with h._guard:
+            if h._closed:
+                raise ValueError(f"I/O operation on a closed {type(h).__name__}")
+            h._uses += 1
+            return h._ptr
+
+    def __exit__(self, *exc) -> None:
+        h = self._h
+        with h._guard:
+            h._uses -= 1
+            last = h._closed and h._uses == 0
+        if last:
+            h._finalizer()  # close() was called during this use: free now, once
+
+
 class _Handle:
-    """An owned C handle, freed once by close(), the context manager, or the finalizer."""
+    """An owned C handle, freed once by close(), the context manager, or the finalizer.
+
+    Every call that passes the pointer to C runs inside ``with self._use() as ptr:``, which
+    counts it as a use. close() marks the handle closed (new uses raise ValueError) and frees
+    the C object at once if no use is in flight, else the last use frees it when its C call
+    returns: close() never waits and never frees an object another thread is using, in
+    whatever order threads call. The finalizer (garbage collection) cannot run during a use,
+    which holds a reference to the handle. The guard is a plain lock held only for a counter
+    update, never across a C call."""
 
     _free = None  # the C free function, set by subclasses
 
     def __init__(self, ptr):
+        self._guard = threading.Lock()
+        self._uses = 0
+        self._closed = False
         self._ptr = ptr
         self._finalizer = weakref.finalize(self, type(self)._free, ptr)
 
+    def _use(self) -> _Use:
+        return _Use(self)
+
+    def _call(self, fn, *args):
+        """``fn(ptr, *args)`` with this handle's pointer, as one use (_Use inlined: this is
+        the hot path of score and the other one-call methods)."""
+        guard = self._guard
+        with guard:
+            if self._closed:
+                raise ValueError(f"I/O operation on a closed {type(self).__name__}")
+            self._uses += 1
+        try:
+            return fn(self._ptr, *args)
+        finally:
+            with guard:
+                self._uses -= 1
+                last = self._closed and self._uses == 0
+            if last:
+                self._finalizer()
+
     def close(self) -> None:
-        """Frees the C object now. Idempotent; the object is unusable afterwards."""
-        if self._ptr is not None:
-            self._ptr = None
+        """Marks the object closed (later calls raise ValueError) and frees the C object: now,
+        or when calls other threads are making with it return. Idempotent."""
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            free_now = self._uses == 0
+        if free_now:
             self._finalizer()
 
     @property
     def closed(self) -> bool:
-        return self._ptr is None
-
-    def _live(self):
-        if self._ptr is None:
-            raise ValueError(f"I/O operation on a closed {type(self).__name__}")
-        return self._ptr
+        return self._closed
 
     def __enter__(self):
         return self
@@ -269,20 +327,24 @@ class Dataset(_Handle):
 
     @property
     def n(self) -> int:
-        return lib.hetreward_dataset_n(self._live())
+        return self._call(lib.hetreward_dataset_n)
 
     @property
     def d1(self) -> int:
-        return lib.hetreward_dataset_d1(self._live())
+        return self._call(lib.hetreward_dataset_d1)
 
     @property
     def d2(self) -> int:
-        return lib.hetreward_dataset_d2(self._live())
+        return self._call(lib.hetreward_dataset_d2)
 
     def __repr__(self) -> str:
-        if self.closed:
+        try:
+            with self._use() as p:  # one use: a close() from another thread cannot split it
+                n, d1, d2 = (lib.hetreward_dataset_n(p), lib.hetreward_dataset_d1(p),
+                             lib.hetreward_dataset_d2(p))
+        except ValueError:
             return "<hetreward.Dataset (closed)>"
-        return f"<hetreward.Dataset n={self.n} d1={self.d1} d2={self.d2}>"
+        return f"<hetreward.Dataset n={n} d1={d1} d2={d2}>"
 
 
 def _path(path) -> bytes:
@@ -424,89 +486,96 @@ class Fitter(_Handle):
         :class:`InvalidArgumentError` (e.g. cluster covariance without cluster ids), ...
         """
         with self._lock:
-            base, data = self._live(), dataset._live()
-            trampoline = None
-            if progress is not None:
-                trampoline = _n.hetreward_progress_callback(self._on_progress)
-                fitter = self._new_c_fitter(trampoline)
-            else:
-                fitter = base
-            self._progress, self._callback_error = progress, None
-            result = {}
-
-            done = threading.Event()
-
-            def work():
-                try:
-                    out = POINTER(_n.hetreward_model)()
-                    status = lib.hetreward_fitter_fit(fitter, data, byref(out))
-                    # The message is per thread: read it on the thread that made the call.
-                    result["status"] = status
-                    result["message"] = _n.last_error() if status else ""
-                    result["out"] = out
-                finally:
-                    done.set()
-
-            with self._cancel_lock:
-                self._running = fitter
-                if self._cancel_pending:
-                    self._cancel_pending = False
-                    lib.hetreward_fitter_cancel(fitter)
-            interrupted = False
-            try:
-                if threading.current_thread() is threading.main_thread():
-                    # Run in a helper thread so that Ctrl-C reaches this one and can stop it.
-                    # Waits on an Event, not Thread.join: a join interrupted by Ctrl-C may
-                    # mark a thread that still runs as finished (CPython 3.11's
-                    # _wait_for_tstate_lock), and this fit must end before the fitter is
-                    # used or freed again.
-                    worker = threading.Thread(target=work, name="hetreward-fit", daemon=True)
-                    try:
-                        worker.start()
-                        while not done.wait(0.25):
-                            pass
-                    except KeyboardInterrupt:
-                        interrupted = True
-                        lib.hetreward_fitter_cancel(fitter)
-                        while worker.ident is not None and not done.is_set():
-                            try:
-                                done.wait(0.25)
-                            except KeyboardInterrupt:  # already cancelling
-                                pass
-                        raise
+            # Uses of both handles for the whole fit: a close() of the dataset (or of this
+            # fitter, which also waits for the lock) while it runs frees nothing until the
+            # fit returns.
+            with self._use() as base, dataset._use() as data:
+                trampoline = None
+                if progress is not None:
+                    trampoline = _n.hetreward_progress_callback(self._on_progress)
+                    fitter = self._new_c_fitter(trampoline)
                 else:
-                    work()
-            finally:
+                    fitter = base
+                self._progress, self._callback_error = progress, None
+                result = {}
+
+                done = threading.Event()
+
+                def work():
+                    try:
+                        out = POINTER(_n.hetreward_model)()
+                        status = lib.hetreward_fitter_fit(fitter, data, byref(out))
+                        # The message is per thread: read it on the thread that made the call.
+                        result["status"] = status
+                        result["message"] = _n.last_error() if status else ""
+                        result["out"] = out
+                    finally:
+                        done.set()
+
                 with self._cancel_lock:
-                    self._running = None
-                self._progress = None
-                if fitter is not base:
-                    lib.hetreward_fitter_free(fitter)
-                elif interrupted and result.get("status") != _CANCELLED:
-                    # The fit ended before the request: the request would stay for the next
-                    # fit, so this fitter's C object is replaced by a clean one.
-                    self._replace(self._new_c_fitter(None))
-                    if result.get("status") == 0:
-                        lib.hetreward_model_free(result["out"])
-            error = self._callback_error
-            self._callback_error = None
-            if result["status"] != 0:
-                exc = error_for(result["status"], result["message"],
-                                _n.status_name(result["status"]))
-                if error is not None:
-                    raise error from exc
-                raise exc
-            return Model._adopt(result["out"])
+                    self._running = fitter
+                    if self._cancel_pending:
+                        self._cancel_pending = False
+                        lib.hetreward_fitter_cancel(fitter)
+                interrupted = False
+                try:
+                    if threading.current_thread() is threading.main_thread():
+                        # Run in a helper thread so that Ctrl-C reaches this one and can stop it.
+                        # Waits on an Event, not Thread.join: a join interrupted by Ctrl-C may
+                        # mark a thread that still runs as finished (CPython 3.11's
+                        # _wait_for_tstate_lock), and this fit must end before the fitter is
+                        # used or freed again.
+                        worker = threading.Thread(target=work, name="hetreward-fit", daemon=True)
+                        try:
+                            worker.start()
+                            while not done.wait(0.25):
+                                pass
+                        except KeyboardInterrupt:
+                            interrupted = True
+                            lib.hetreward_fitter_cancel(fitter)
+                            while worker.ident is not None and not done.is_set():
+                                try:
+                                    done.wait(0.25)
+                                except KeyboardInterrupt:  # already cancelling
+                                    pass
+                            raise
+                    else:
+                        work()
+                finally:
+                    with self._cancel_lock:
+                        self._running = None
+                    self._progress = None
+                    if fitter is not base:
+                        lib.hetreward_fitter_free(fitter)
+                    elif interrupted and result.get("status") != _CANCELLED:
+                        # The fit ended before the request: the request would stay for the next
+                        # fit, so this fitter's C object is replaced by a clean one.
+                        self._replace(self._new_c_fitter(None))
+                        if result.get("status") == 0:
+                            lib.hetreward_model_free(result["out"])
+                error = self._callback_error
+                self._callback_error = None
+                if result["status"] != 0:
+                    exc = error_for(result["status"], result["message"],
+                                    _n.status_name(result["status"]))
+                    if error is not None:
+                        raise error from exc
+                    raise exc
+                return Model._adopt(result["out"])
 
     def _replace(self, ptr) -> None:
-        self._finalizer()
-        self._ptr = ptr
-        self._finalizer = weakref.finalize(self, type(self)._free, ptr)
+        # Under self._lock: every use of this fitter's pointer (fit, the distributed fit)
+        # holds the lock, so nothing else is using the old one.
+        with self._guard:
+            old, self._ptr = self._finalizer, ptr
+            self._finalizer = weakref.finalize(self, type(self)._free, ptr)
+        old()
 
     def cancel(self) -> None:
         """Asks the running fit to stop before its next iteration (hetreward_fitter_cancel).
         Safe from any thread. A request made while no fit runs applies to the next fit."""
-        self._live()
+        if self._closed:
+            raise ValueError("I/O operation on a closed Fitter")
         with self._cancel_lock:
             if self._running is not None:
                 lib.hetreward_fitter_cancel(self._running)
@@ -561,35 +630,35 @@ class Model(_Handle):
 
     def save(self, path) -> None:
         """Writes the model file (atomically: a temporary file is renamed over ``path``)."""
-        _check(lib.hetreward_model_save(self._live(), _path(path)))
+        _check(self._call(lib.hetreward_model_save, _path(path)))
 
     def to_bytes(self) -> bytes:
         """The model in the model file format."""
-        ptr = self._live()
         size = c_size_t()
-        _check(lib.hetreward_model_save_buffer(ptr, None, 0, byref(size)))
-        buf = (c_uint8 * size.value)()
-        _check(lib.hetreward_model_save_buffer(ptr, buf, size.value, byref(size)))
+        with self._use() as ptr:
+            _check(lib.hetreward_model_save_buffer(ptr, None, 0, byref(size)))
+            buf = (c_uint8 * size.value)()
+            _check(lib.hetreward_model_save_buffer(ptr, buf, size.value, byref(size)))
         return bytes(buf)[: size.value]
 
     @property
     def n(self) -> int:
         """Training sample size."""
-        return lib.hetreward_model_n(self._live())
+        return self._call(lib.hetreward_model_n)
 
     @property
     def d1(self) -> int:
         """Reward-feature dimension (length of theta and of every feature row)."""
-        return lib.hetreward_model_d1(self._live())
+        return self._call(lib.hetreward_model_d1)
 
     @property
     def d2(self) -> int:
         """Annotator-covariate dimension (length of gamma, may be 0)."""
-        return lib.hetreward_model_d2(self._live())
+        return self._call(lib.hetreward_model_d2)
 
     def _vector(self, fn, size: int) -> np.ndarray:
         out = np.empty(size, dtype=np.float64)
-        _check(fn(self._live(), _ptr(out, c_double), size))
+        _check(self._call(fn, _ptr(out, c_double), size))
         return out
 
     @property
@@ -613,11 +682,11 @@ class Model(_Handle):
         "auto" when auto picked it), B, diverged refits, alpha_hat, c_hat and the fit's
         diagnostics (d1/n, mle_finite, max |gamma_hat|, diverged share, ``warning`` or None)."""
         i = _n.hetreward_interval_info()
-        _check(lib.hetreward_model_intervals(self._live(), byref(i)))
+        _check(self._call(lib.hetreward_model_intervals, byref(i)))
         n = c_size_t(0)
-        _check(lib.hetreward_model_interval_warning(self._live(), None, 0, byref(n)))
+        _check(self._call(lib.hetreward_model_interval_warning, None, 0, byref(n)))
         buf = ctypes.create_string_buffer(n.value + 1)
-        _check(lib.hetreward_model_interval_warning(self._live(), buf, n.value + 1, byref(n)))
+        _check(self._call(lib.hetreward_model_interval_warning, buf, n.value + 1, byref(n)))
         names = _NAMES_OF["intervals"]
         return {
             "method": names.get(i.method, str(i.method)),
@@ -642,9 +711,10 @@ class Model(_Handle):
         p = self.d1 + self.d2
         de, k = np.empty(p), np.empty(p)
         i = _n.hetreward_heterogeneity()
-        _check(lib.hetreward_model_heterogeneity(
-            self._live(), dataset._live(), p, de.ctypes.data_as(POINTER(c_double)),
-            k.ctypes.data_as(POINTER(c_double)), byref(i)))
+        with self._use() as model, dataset._use() as data:
+            _check(lib.hetreward_model_heterogeneity(
+                model, data, p, de.ctypes.data_as(POINTER(c_double)),
+                k.ctypes.data_as(POINTER(c_double)), byref(i)))
         return {"clusters": i.clusters, "design_effects": de, "effective_clusters": k,
                 "worst": i.worst, "excess_z": i.worst_excess_z,
                 "independent_coverage": i.independent_coverage, "warning": bool(i.warning)}
@@ -652,13 +722,13 @@ class Model(_Handle):
     def wald(self) -> "Model":
         """A copy of the model with the paper's Wald intervals, whatever method it carries."""
         out = POINTER(_n.hetreward_model)()
-        _check(lib.hetreward_model_wald(self._live(), byref(out)))
+        _check(self._call(lib.hetreward_model_wald, byref(out)))
         return Model._adopt(out)
 
     @property
     def report(self) -> FitReport:
         r = _n.hetreward_fit_report()
-        _check(lib.hetreward_model_report(self._live(), byref(r)))
+        _check(self._call(lib.hetreward_model_report, byref(r)))
         return FitReport(
             solver=_NAMES_OF["solver"].get(r.solver, str(r.solver)),
             covariance=_NAMES_OF["covariance"].get(r.covariance, str(r.covariance)),
@@ -680,7 +750,7 @@ class Model(_Handle):
         phi = _answers(phi, "phi")
         m, d1 = phi.shape
         out = np.zeros(m, dtype=REWARD_DTYPE)
-        _check(lib.hetreward_model_score(self._live(), _ptr(phi, c_float), m, d1, alpha,
+        _check(self._call(lib.hetreward_model_score, _ptr(phi, c_float), m, d1, alpha,
                                          _ptr(out, _n.hetreward_reward)))
         return out
 
@@ -698,8 +768,8 @@ class Model(_Handle):
                 3, f"phi0 has shape {phi0.shape}, phi1 has shape {phi1.shape}")
         m, d1 = phi0.shape
         out = np.zeros(m, dtype=COMPARISON_DTYPE)
-        _check(lib.hetreward_model_compare(
-            self._live(), _ptr(phi0, c_float), _ptr(phi1, c_float), m, d1, alpha,
+        _check(self._call(lib.hetreward_model_compare,
+            _ptr(phi0, c_float), _ptr(phi1, c_float), m, d1, alpha,
             _code(DIFF_METHODS, method, "method"), _ptr(out, _n.hetreward_comparison)))
         # The record ends in 4 padding bytes, which the library writes as whatever its struct
         # held: zeroed, so that equal results are equal bytes (tobytes(), hashing).
@@ -719,8 +789,8 @@ class Model(_Handle):
             raise DimensionMismatchError(3, f"penalty has shape {penalty.shape}, expected {(m,)}")
         out = np.zeros(m, dtype=CANDIDATE_DTYPE)
         index = c_size_t()
-        _check(lib.hetreward_model_select(
-            self._live(), _ptr(phi, c_float), m, d1, _ptr(penalty, c_double), alpha,
+        _check(self._call(lib.hetreward_model_select,
+            _ptr(phi, c_float), m, d1, _ptr(penalty, c_double), alpha,
             _code(POLICIES, policy, "policy"), byref(index), _ptr(out, _n.hetreward_candidate)))
         return index.value, out
 
@@ -728,7 +798,7 @@ class Model(_Handle):
         """sigma_hat = psi0 + gamma_hat . psi of an annotator profile, and its SE."""
         psi = np.ascontiguousarray(psi, dtype=np.float64).reshape(-1)  # d2 values, explicit
         sigma, se = c_double(), c_double()
-        _check(lib.hetreward_model_rationality(self._live(), psi0, _ptr(psi, c_double), psi.size,
+        _check(self._call(lib.hetreward_model_rationality, psi0, _ptr(psi, c_double), psi.size,
                                                byref(sigma), byref(se)))
         return sigma.value, se.value
 
@@ -740,9 +810,9 @@ class Model(_Handle):
         gamma; ``block`` is 0 for theta, 1 for gamma)."""
         code = _code(COEFFICIENTS, which, "which")
         count = c_size_t()
-        _check(lib.hetreward_model_coefficients(self._live(), code, alpha, None, 0, byref(count)))
+        _check(self._call(lib.hetreward_model_coefficients, code, alpha, None, 0, byref(count)))
         out = np.zeros(count.value, dtype=COEFFICIENT_DTYPE)
-        _check(lib.hetreward_model_coefficients(self._live(), code, alpha,
+        _check(self._call(lib.hetreward_model_coefficients, code, alpha,
                                                 _ptr(out, _n.hetreward_coefficient), out.size,
                                                 byref(count)))
         return out
@@ -754,7 +824,7 @@ class Model(_Handle):
         refits' rationalities, not sigma +- q se)."""
         psi = np.ascontiguousarray(psi, dtype=np.float64).reshape(-1)  # d2 values, explicit
         out = _n.hetreward_reward()
-        _check(lib.hetreward_model_rationality_interval(self._live(), psi0, _ptr(psi, c_double),
+        _check(self._call(lib.hetreward_model_rationality_interval, psi0, _ptr(psi, c_double),
                                                         psi.size, alpha, byref(out)))
         return out.reward, out.se, out.lower, out.upper
 
@@ -768,9 +838,13 @@ class Model(_Handle):
         return Summary.of(self, alpha, theta_names, gamma_names)
 
     def __repr__(self) -> str:
-        if self.closed:
+        try:
+            with self._use() as p:  # one use: a close() from another thread cannot split it
+                n, d1, d2 = (lib.hetreward_model_n(p), lib.hetreward_model_d1(p),
+                             lib.hetreward_model_d2(p))
+        except ValueError:
             return "<hetreward.Model (closed)>"
-        return f"<hetreward.Model n={self.n} d1={self.d1} d2={self.d2}>"
+        return f"<hetreward.Model n={n} d1={d1} d2={d2}>"
 
 
 __all__ = [

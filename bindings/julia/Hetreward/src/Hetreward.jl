@@ -8,7 +8,8 @@ optionally pessimistically (pBoN). No math is done in Julia.
 
 Feature matrices are column-major `Matrix{Float32}` of size (d1, m): column i is answer i's
 embedding, which is exactly the C API's row-major m x d1 layout, so they are passed without
-copying. Handles (`Dataset`, `Fitter`, `Model`) are freed by `close` or by their finalizers.
+copying. Handles (`Dataset`, `Fitter`, `Model`) are freed by `close` or by their finalizers;
+`close` is safe from any task at any time (calls running with the handle finish first).
 Failures throw [`HetrewardError`](@ref), which carries the C status code.
 
 The library is found as `libhetreward` through the system loader (`LD_LIBRARY_PATH`), or at
@@ -534,8 +535,65 @@ end
 
 nullptr(::Type{T}, x) where {T} = x === nothing ? Ptr{T}(C_NULL) : pointer(x)
 
+# The use guard of the handles (issue 32): every C call given a handle's pointer runs inside
+# `in_use(f, handles...)`, which counts a use of each handle for the duration of `f()`;
+# `live(h)` is the pointer, valid only there. `close` marks a handle closed (new uses throw
+# ArgumentError) and frees its C object now if no use is in flight, else the last use frees it
+# when its C call returns: `close` never waits for a call (nor can it free an object another
+# task or thread is using), whatever order they run in. `guard` is a SpinLock held only to
+# update the counter (never across a C call, never yields). The finalizers call `free_now!`
+# without the lock: an unreachable handle has no use in flight (`in_use` holds a reference).
+function acquire!(h)
+    lock(h.guard)
+    try
+        h.closed && throw(ArgumentError("use of a closed $(nameof(typeof(h)))"))
+        h.uses += 1
+    finally
+        unlock(h.guard)
+    end
+    return nothing
+end
+
+function release!(h)
+    lock(h.guard)
+    h.uses -= 1
+    last = h.closed && h.uses == 0
+    unlock(h.guard)
+    last && free_now!(h)
+    return nothing
+end
+
+function in_use(f, handles...)
+    taken = 0
+    try
+        for h in handles
+            acquire!(h)
+            taken += 1
+        end
+        return GC.@preserve handles f()
+    finally
+        for i in 1:taken
+            release!(handles[i])
+        end
+    end
+end
+
+"""Marks `h` closed and frees its C object now, or when the last call using it returns."""
+function close_handle!(h)
+    lock(h.guard)
+    if h.closed
+        unlock(h.guard)
+        return nothing
+    end
+    h.closed = true
+    now = h.uses == 0
+    unlock(h.guard)
+    now && free_now!(h)
+    return nothing
+end
+
 function live(h)
-    h.ptr == C_NULL && throw(ArgumentError("use of a closed $(nameof(typeof(h)))"))
+    h.uses > 0 || error("internal: $(nameof(typeof(h))) pointer used outside in_use")
     return h.ptr
 end
 
@@ -601,19 +659,24 @@ or `Float32` for all of them. Immutable: any number of threads may fit with it.
 """
 mutable struct Dataset
     ptr::Ptr{hetreward_dataset}
+    uses::Int
+    closed::Bool
+    guard::Threads.SpinLock
     function Dataset(ptr::Ptr{hetreward_dataset})
-        return finalizer(close, new(ptr))
+        return finalizer(free_now!, new(ptr, 0, false, Threads.SpinLock()))
     end
 end
 
-function Base.close(d::Dataset)
-    if d.ptr != C_NULL
-        hetreward_dataset_free(d.ptr)
-        d.ptr = C_NULL
-    end
+# Frees the C object once (see in_use): from close_handle!, the last use, or the finalizer.
+function free_now!(d::Dataset)
+    p, d.ptr = d.ptr, C_NULL
+    p != C_NULL && hetreward_dataset_free(p)
     return nothing
 end
-Base.isopen(d::Dataset) = d.ptr != C_NULL
+
+"""Frees the dataset (a `fit` running on it in another task keeps it until it returns)."""
+Base.close(d::Dataset) = close_handle!(d)
+Base.isopen(d::Dataset) = !d.closed
 
 function check_columns(n, d1, d2, names, mats, psi0, psi, y, cluster)
     for (name, a) in zip(names, mats)
@@ -689,9 +752,9 @@ function load_dataset(path::AbstractString)
     return Dataset(out[])
 end
 
-nobs(d::Dataset) = Int(GC.@preserve d hetreward_dataset_n(live(d)))
-d1(d::Dataset) = Int(GC.@preserve d hetreward_dataset_d1(live(d)))
-d2(d::Dataset) = Int(GC.@preserve d hetreward_dataset_d2(live(d)))
+nobs(d::Dataset) = Int(in_use(() -> hetreward_dataset_n(live(d)), d))
+d1(d::Dataset) = Int(in_use(() -> hetreward_dataset_d1(live(d)), d))
+d2(d::Dataset) = Int(in_use(() -> hetreward_dataset_d2(live(d)), d))
 
 function Base.show(io::IO, d::Dataset)
     if isopen(d)
@@ -720,19 +783,20 @@ are not exposed in Julia (see the README); cancel a fit from another task with
 """
 mutable struct Fitter
     ptr::Ptr{hetreward_fitter}
-    lock::ReentrantLock
+    uses::Int
+    closed::Bool
+    guard::Threads.SpinLock
+    lock::ReentrantLock  # one fit at a time; close waits for it
     function Fitter(ptr::Ptr{hetreward_fitter})
-        return finalizer(free_fitter!, new(ptr, ReentrantLock()))
+        return finalizer(free_now!, new(ptr, 0, false, Threads.SpinLock(), ReentrantLock()))
     end
 end
 
-# The finalizer: the fitter is unreachable, so no fit runs and no lock is needed (a
-# finalizer must not take locks or yield).
-function free_fitter!(f::Fitter)
-    if f.ptr != C_NULL
-        hetreward_fitter_free(f.ptr)
-        f.ptr = C_NULL
-    end
+# Frees the C object once (see in_use). As the finalizer: the fitter is unreachable, so no
+# fit runs and no lock is needed (a finalizer must not take locks or yield).
+function free_now!(f::Fitter)
+    p, f.ptr = f.ptr, C_NULL
+    p != C_NULL && hetreward_fitter_free(p)
     return nothing
 end
 
@@ -776,10 +840,10 @@ end
 
 """Frees the fitter, waiting for a running `fit` on it to return first."""
 function Base.close(f::Fitter)
-    lock(() -> free_fitter!(f), f.lock)
+    lock(() -> close_handle!(f), f.lock)
     return nothing
 end
-Base.isopen(f::Fitter) = f.ptr != C_NULL
+Base.isopen(f::Fitter) = !f.closed
 
 """
     fit(fitter, dataset) -> Model
@@ -791,7 +855,9 @@ Fits a model (blocks until done; fits on one fitter run one at a time). Throws
 function fit(f::Fitter, d::Dataset)
     lock(f.lock) do
         out = Ref{Ptr{hetreward_model}}(C_NULL)
-        status = GC.@preserve f d hetreward_fitter_fit(live(f), live(d), out)
+        status = in_use(f, d) do
+            GC.@preserve f d hetreward_fitter_fit(live(f), live(d), out)
+        end
         check(status)
         return Model(out[])
     end
@@ -805,7 +871,9 @@ iteration; it then throws `HETREWARD_CANCELLED`. A request made while no fit run
 the next fit.
 """
 function cancel!(f::Fitter)
-    GC.@preserve f hetreward_fitter_cancel(live(f))
+    in_use(f) do
+        GC.@preserve f hetreward_fitter_cancel(live(f))
+    end
     return nothing
 end
 
@@ -817,23 +885,28 @@ A fitted reward model (immutable: any number of threads may use it at once). Cre
 """
 mutable struct Model
     ptr::Ptr{hetreward_model}
+    uses::Int
+    closed::Bool
+    guard::Threads.SpinLock
     function Model(ptr::Ptr{hetreward_model})
-        return finalizer(close, new(ptr))
+        return finalizer(free_now!, new(ptr, 0, false, Threads.SpinLock()))
     end
 end
 
-function Base.close(m::Model)
-    if m.ptr != C_NULL
-        hetreward_model_free(m.ptr)
-        m.ptr = C_NULL
-    end
+# Frees the C object once (see in_use): from close_handle!, the last use, or the finalizer.
+function free_now!(m::Model)
+    p, m.ptr = m.ptr, C_NULL
+    p != C_NULL && hetreward_model_free(p)
     return nothing
 end
-Base.isopen(m::Model) = m.ptr != C_NULL
 
-nobs(m::Model) = Int(GC.@preserve m hetreward_model_n(live(m)))
-d1(m::Model) = Int(GC.@preserve m hetreward_model_d1(live(m)))
-d2(m::Model) = Int(GC.@preserve m hetreward_model_d2(live(m)))
+"""Frees the model (calls running with it in other tasks finish first; the last frees it)."""
+Base.close(m::Model) = close_handle!(m)
+Base.isopen(m::Model) = !m.closed
+
+nobs(m::Model) = Int(in_use(() -> hetreward_model_n(live(m)), m))
+d1(m::Model) = Int(in_use(() -> hetreward_model_d1(live(m)), m))
+d2(m::Model) = Int(in_use(() -> hetreward_model_d2(live(m)), m))
 
 function Base.show(io::IO, m::Model)
     if isopen(m)
@@ -845,7 +918,9 @@ end
 
 function vector(getter, m::Model, len::Int)
     out = Vector{Float64}(undef, len)
-    GC.@preserve m out check(getter(live(m), pointer(out), len))
+    in_use(m) do
+        GC.@preserve m out check(getter(live(m), pointer(out), len))
+    end
     return out
 end
 
@@ -862,7 +937,9 @@ gamma_se(m::Model) = vector(hetreward_model_gamma_se, m, d2(m))
 iterations, total_iterations, starts, grad_norm, neg_loglik, seconds, tol)."""
 function report(m::Model)
     r = Ref{hetreward_fit_report}()
-    GC.@preserve m check(hetreward_model_report(live(m), r))
+    in_use(m) do
+        GC.@preserve m check(hetreward_model_report(live(m), r))
+    end
     x = r[]
     return (solver=name_of(SOLVERS, x.solver), covariance=name_of(COVARIANCES, x.covariance),
             termination=name_of(TERMINATIONS, x.termination), converged=x.converged,
@@ -880,8 +957,10 @@ CIs. A `Vector{Float32}` of length d1 is one answer.
 function score(model::Model, phi::Matrix{Float32}; alpha::Real=0.05)
     d, m = size(phi)
     out = Vector{Reward}(undef, m)
-    GC.@preserve model phi out check(hetreward_model_score(live(model), pointer(phi), m, d,
-                                                           alpha, pointer(out)))
+    in_use(model) do
+        GC.@preserve model phi out check(hetreward_model_score(live(model), pointer(phi), m, d,
+                                                               alpha, pointer(out)))
+    end
     return out
 end
 score(model::Model, phi::Vector{Float32}; alpha::Real=0.05) =
@@ -901,8 +980,10 @@ function compare(model::Model, phi0::Matrix{Float32}, phi1::Matrix{Float32}; alp
     d, m = size(phi0)
     code = lookup(METHODS, method, "method")
     out = Vector{Comparison}(undef, m)
-    GC.@preserve model phi0 phi1 out check(hetreward_model_compare(
-        live(model), pointer(phi0), pointer(phi1), m, d, alpha, code, pointer(out)))
+    in_use(model) do
+        GC.@preserve model phi0 phi1 out check(hetreward_model_compare(
+            live(model), pointer(phi0), pointer(phi1), m, d, alpha, code, pointer(out)))
+    end
     return out
 end
 
@@ -925,9 +1006,11 @@ function select(model::Model, phi::Matrix{Float32}; penalty::Union{Vector{Float6
     code = lookup(POLICIES, policy, "policy")
     index = Ref{Csize_t}(0)
     out = Vector{Candidate}(undef, m)
-    GC.@preserve model phi penalty out check(hetreward_model_select(
-        live(model), pointer(phi), m, d, nullptr(Cdouble, penalty), alpha, code, index,
-        pointer(out)))
+    in_use(model) do
+        GC.@preserve model phi penalty out check(hetreward_model_select(
+            live(model), pointer(phi), m, d, nullptr(Cdouble, penalty), alpha, code, index,
+            pointer(out)))
+    end
     return Int(index[]) + 1, out
 end
 
@@ -939,8 +1022,10 @@ values) and its standard error.
 """
 function rationality(model::Model, psi0::Real, psi::Vector{Float64})
     sigma, se = Ref{Cdouble}(0), Ref{Cdouble}(0)
-    GC.@preserve model psi check(hetreward_model_rationality(live(model), psi0, pointer(psi),
-                                                             length(psi), sigma, se))
+    in_use(model) do
+        GC.@preserve model psi check(hetreward_model_rationality(live(model), psi0, pointer(psi),
+                                                                 length(psi), sigma, se))
+    end
     return sigma[], se[]
 end
 
@@ -955,11 +1040,15 @@ in the C API.
 function coefficients(model::Model; alpha::Real=0.05, which::Symbol=:all)
     code = lookup(COEFFICIENT_ROWS, which, "which")
     count = Ref{Csize_t}(0)
-    GC.@preserve model check(hetreward_model_coefficients(live(model), code, alpha,
-                                                          Ptr{Coefficient}(C_NULL), 0, count))
+    in_use(model) do
+        GC.@preserve model check(hetreward_model_coefficients(live(model), code, alpha,
+                                                              Ptr{Coefficient}(C_NULL), 0, count))
+    end
     out = Vector{Coefficient}(undef, count[])
-    GC.@preserve model out check(hetreward_model_coefficients(live(model), code, alpha,
-                                                              pointer(out), length(out), count))
+    in_use(model) do
+        GC.@preserve model out check(hetreward_model_coefficients(live(model), code, alpha,
+                                                                  pointer(out), length(out), count))
+    end
     return out
 end
 
@@ -971,9 +1060,11 @@ holds sigma; for a bootstrap model the percentile interval of the refits' ration
 """
 function rationality_interval(model::Model, psi0::Real, psi::Vector{Float64}; alpha::Real=0.05)
     out = Ref{Reward}()
-    GC.@preserve model psi check(hetreward_model_rationality_interval(live(model), psi0,
-                                                                      pointer(psi), length(psi),
-                                                                      alpha, out))
+    in_use(model) do
+        GC.@preserve model psi check(hetreward_model_rationality_interval(live(model), psi0,
+                                                                          pointer(psi), length(psi),
+                                                                          alpha, out))
+    end
     return out[]
 end
 
@@ -986,13 +1077,19 @@ mle_finite, max |gamma_hat|, diverged share, `warning` in plain words or `nothin
 """
 function intervals(model::Model)
     info = Ref{hetreward_interval_info}()
-    GC.@preserve model check(hetreward_model_intervals(live(model), info))
+    in_use(model) do
+        GC.@preserve model check(hetreward_model_intervals(live(model), info))
+    end
     i = info[]
     len = Ref{Csize_t}(0)
-    GC.@preserve model check(hetreward_model_interval_warning(live(model), C_NULL, 0, len))
+    in_use(model) do
+        GC.@preserve model check(hetreward_model_interval_warning(live(model), C_NULL, 0, len))
+    end
     buf = Vector{UInt8}(undef, len[] + 1)
-    GC.@preserve model buf check(hetreward_model_interval_warning(live(model), pointer(buf),
-                                                                  length(buf), len))
+    in_use(model) do
+        GC.@preserve model buf check(hetreward_model_interval_warning(live(model), pointer(buf),
+                                                                      length(buf), len))
+    end
     return (method = name_of(INTERVALS, i.method), requested = name_of(INTERVALS, i.requested),
             reps = Int(i.reps), diverged = Int(i.diverged), seed = i.seed, shrink = i.shrink,
             alpha_hat = i.alpha_hat, c_hat = i.c_hat, d1_over_n = i.d1_over_n,
@@ -1010,11 +1107,15 @@ variance) and `effective_clusters`; `clusters`, the `worst` coefficient (1-based
 `excess_z` and `independent_coverage`, and `warning` (Bool).
 """
 function heterogeneity(model::Model, dataset::Dataset)
-    p = Int(hetreward_model_d1(live(model)) + hetreward_model_d2(live(model)))
+    p = in_use(model) do
+        Int(hetreward_model_d1(live(model)) + hetreward_model_d2(live(model)))
+    end
     de, k = Vector{Cdouble}(undef, p), Vector{Cdouble}(undef, p)
     info = Ref{hetreward_heterogeneity}()
-    GC.@preserve model dataset de k check(hetreward_model_heterogeneity(live(model),
-        live(dataset), p, pointer(de), pointer(k), info))
+    in_use(model, dataset) do
+        GC.@preserve model dataset de k check(hetreward_model_heterogeneity(live(model),
+            live(dataset), p, pointer(de), pointer(k), info))
+    end
     i = info[]
     return (clusters = Int(i.clusters), design_effects = de, effective_clusters = k,
             worst = Int(i.worst) + 1, excess_z = i.worst_excess_z,
@@ -1028,7 +1129,9 @@ A copy of the model with the paper's Wald intervals, whatever method it carries.
 """
 function wald(model::Model)
     out = Ref{Ptr{hetreward_model}}(C_NULL)
-    GC.@preserve model check(hetreward_model_wald(live(model), out))
+    in_use(model) do
+        GC.@preserve model check(hetreward_model_wald(live(model), out))
+    end
     return Model(out[])
 end
 
@@ -1038,7 +1141,9 @@ end
 Writes the model file (atomically).
 """
 function save(model::Model, path::AbstractString)
-    GC.@preserve model check(hetreward_model_save(live(model), String(path)))
+    in_use(model) do
+        GC.@preserve model check(hetreward_model_save(live(model), String(path)))
+    end
     return nothing
 end
 
@@ -1067,10 +1172,14 @@ The model in the model file format.
 """
 function model_bytes(model::Model)
     len = Ref{Csize_t}(0)
-    GC.@preserve model check(hetreward_model_save_buffer(live(model), Ptr{UInt8}(C_NULL), 0, len))
+    in_use(model) do
+        GC.@preserve model check(hetreward_model_save_buffer(live(model), Ptr{UInt8}(C_NULL), 0, len))
+    end
     buf = Vector{UInt8}(undef, len[])
-    GC.@preserve model buf check(hetreward_model_save_buffer(live(model), pointer(buf),
-                                                             length(buf), len))
+    in_use(model) do
+        GC.@preserve model buf check(hetreward_model_save_buffer(live(model), pointer(buf),
+                                                                 length(buf), len))
+    end
     return resize!(buf, len[])
 end
 

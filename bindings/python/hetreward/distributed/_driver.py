@@ -216,8 +216,7 @@ def fit(engine, fitter: Optional[Fitter] = None, *,
     rounds = _n.hetreward_distributed_rounds()
     out = POINTER(_n.hetreward_model)()
     explicit = _started_at(fitter, start)
-    with fitter._lock:
-        base = fitter._live()
+    with fitter._lock, fitter._use() as base:
         c_fitter = base
         # Kept alive until the fit returns: the library calls it.
         progress_trampoline = None

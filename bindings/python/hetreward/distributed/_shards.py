@@ -177,7 +177,7 @@ def describe(source) -> Tuple[Summary, Stamp]:
     """The shard's summary and the stamp of its file (taken before it is loaded)."""
     before = stamp(source)
     s = _n.hetreward_shard_summary()
-    _check(lib.hetreward_shard_summary_of(dataset(source)._live(), byref(s)))
+    _check(dataset(source)._call(lib.hetreward_shard_summary_of, byref(s)))
     return (s.n, s.d1, s.d2, bool(s.clustered), s.schema), before
 
 
@@ -212,8 +212,8 @@ def answer(source, request, threads: int = 1, expect: Stamp = None) -> bytearray
     view = np.frombuffer(request, dtype=np.uint8)
     out = POINTER(_n.hetreward_shard_stats)()
     shard = dataset(source, expect)
-    _check(lib.hetreward_shard_stats_compute_request(shard._live(), _u8(view),
-                                                     view.size, threads, byref(out)))
+    _check(shard._call(lib.hetreward_shard_stats_compute_request, _u8(view), view.size,
+                       threads, byref(out)))
     try:
         return stats_to_bytes(out)
     finally:
