@@ -28,6 +28,11 @@
 //! FULL=1 cargo run --release --example cluster_coverage
 //! ```
 //!
+//! `FALLBACK=1` keeps only the datasets where the one-step jackknife is impossible (the
+//! observed Hessian without one annotator is not positive definite) though every coefficient
+//! rests on at least 2 annotators: what `auto` falls back on (issue 31), e.g.
+//! `FALLBACK=1 METHODS=wald,cr1-t,cv3-t G=6 M=50 TAU=0.6 R=200`.
+//!
 //! `METHODS=wald,bootstrap,os-eff` restricts the methods (Wald is always measured: the lengths
 //! are relative to it). Datasets whose fit does not reach a finite optimum are counted and
 //! left out. Seeds are fixed: dataset `r` of design `(G, M, tau)` has seed
@@ -168,8 +173,25 @@ fn one_dataset(
         None
     };
     let sw = sandwich(&data, model.params(), &clusters).ok()?;
+    // FALLBACK=1 (issue 31): only the datasets where the one-step jackknife is impossible and
+    // every coefficient is carried by at least 2 annotators: `auto`'s fallback candidates.
+    if std::env::var("FALLBACK").is_ok_and(|v| v == "1") {
+        let ids = data.cluster()?;
+        let experts: std::collections::BTreeSet<i64> = (0..data.n())
+            .filter(|&i| data.psi_row(i)[0] != 0.0)
+            .map(|i| ids[i])
+            .collect();
+        let experts = experts.len();
+        if experts < 2 || hetreward::cluster::one_step_obstacle(&data, model.params()).is_none() {
+            return None;
+        }
+    }
     let os = if want("os-t") || want("os-eff") {
-        Some(one_step_jackknife(&data, model.params(), &clusters).ok()?)
+        Some(
+            one_step_jackknife(&data, model.params(), &clusters)
+                .ok()?
+                .ok()?,
+        )
     } else {
         None
     };

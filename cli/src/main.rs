@@ -699,6 +699,7 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         None => None,
     };
     print_model(&model, &diagnostics, args.all_rows, out)?;
+    print_auto_fallback(&data, &model, args.threads, out)?;
     if let Some(h) = &heterogeneity {
         print_heterogeneity(h, &model, out)?;
     }
@@ -710,6 +711,26 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         f.commit()?;
     }
     model_out.commit()?;
+    Ok(())
+}
+
+/// When `auto` fell back from the one-step to the exact cluster jackknife (issue 31), the
+/// annotator and the coefficient that made the one-step impossible.
+fn print_auto_fallback(
+    data: &Dataset,
+    model: &RewardModel,
+    threads: usize,
+    out: &mut Out,
+) -> Result<(), Failure> {
+    let c = model.calibration();
+    if c.requested() == IntervalMethod::Auto && c.method() == IntervalMethod::ClusterJackknife {
+        let why = hetreward::parallel::run_in_pool(threads, || {
+            hetreward::cluster::one_step_obstacle(data, model.params())
+        })?;
+        if let Some(why) = why {
+            outln!(out, "fallback: {why}; auto used the exact refits instead");
+        }
+    }
     Ok(())
 }
 

@@ -1715,11 +1715,8 @@ fn endless_and_huge_inputs_are_refused_in_bounded_time_and_memory() {
     assert!(!out.exists());
 }
 
-#[test]
-fn fit_with_cluster_ids_uses_cluster_intervals_under_auto_and_reports_heterogeneity() {
-    use hetreward::calibrate::{IntervalMethod, IntervalOptions};
-    let dir = tempfile::tempdir().unwrap();
-    let data = hetreward::sim::annotator_effects(40, 40, 0.6, 6);
+/// `data` (with cluster ids) as a training CSV with a leading cluster column.
+fn annotator_csv(data: &hetreward::Dataset) -> String {
     let (d1, d2) = (data.d1(), data.d2());
     let mut header = vec!["cluster".to_string(), "y".to_string(), "psi0".to_string()];
     header.extend((1..=d1).map(|j| format!("z{j}")));
@@ -1735,8 +1732,68 @@ fn fit_with_cluster_ids_uses_cluster_intervals_under_auto_and_reports_heterogene
         row.extend(data.psi_row(i).iter().map(f64::to_string));
         text += &(row.join(",") + "\n");
     }
+    text
+}
+
+/// Issue 31: with 6 annotators of whom 2 are experts the one-step jackknife can be impossible
+/// (the observed Hessian without one annotator is not positive definite). `auto` then falls
+/// back to the exact refits, exits 0 and names the annotator and the coefficient; an explicit
+/// `cluster-onestep` refuses with the same names and what to do.
+#[test]
+fn auto_falls_back_to_the_exact_jackknife_where_the_one_step_is_impossible() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = hetreward::sim::annotator_effects(6, 50, 0.6, ISSUE_31_SEED);
+    let path = dir.path().join("six.csv");
+    std::fs::write(&path, annotator_csv(&data)).unwrap();
+    let out = dir.path().join("m.hrm");
+    let auto = ok(&["fit", s(&path), "--out", s(&out), "--intervals", "auto"]);
+    assert!(
+        auto.contains("intervals: cluster-jackknife (picked by auto), G = 6 clusters, t(5)"),
+        "{auto}"
+    );
+    assert!(auto.contains("auto fell back to the exact"), "{auto}");
+    assert!(
+        auto.contains("fallback: without annotator ") && auto.contains(" at gamma["),
+        "{auto}"
+    );
+    // The model loads and keeps the fallback (cluster-jackknife, requested auto).
+    let shown = ok(&["inspect", s(&out)]);
+    assert!(
+        shown.contains("cluster-jackknife (picked by auto)"),
+        "{shown}"
+    );
+    let explicit = dir.path().join("e.hrm");
+    fails(
+        &[
+            "fit",
+            s(&path),
+            "--out",
+            s(&explicit),
+            "--intervals",
+            "cluster-onestep",
+        ],
+        1,
+        &[
+            "without annotator ",
+            "gamma[",
+            "use --intervals cluster-jackknife",
+        ],
+    );
+    assert!(!explicit.exists());
+}
+
+/// The seed of `sim::annotator_effects(6, 50, 0.6, seed)` with 2 experts whose one-step
+/// jackknife is impossible (found by `cluster::tests::scan_issue_31_seeds`).
+const ISSUE_31_SEED: u64 = 9;
+
+#[test]
+fn fit_with_cluster_ids_uses_cluster_intervals_under_auto_and_reports_heterogeneity() {
+    use hetreward::calibrate::{IntervalMethod, IntervalOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let data = hetreward::sim::annotator_effects(40, 40, 0.6, 6);
+    let (d1, d2) = (data.d1(), data.d2());
     let path = dir.path().join("annotators.csv");
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, annotator_csv(&data)).unwrap();
     let out = dir.path().join("m.hrm");
     let auto = ok(&["fit", s(&path), "--out", s(&out), "--intervals", "auto"]);
     assert!(

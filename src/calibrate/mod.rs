@@ -165,10 +165,16 @@ pub(crate) fn auto_pick_for(data: &Dataset) -> IntervalMethod {
 /// Why `auto` picks `method` (the rule of `auto_pick_for` that leads to it), in plain words.
 pub fn auto_reason(method: IntervalMethod) -> &'static str {
     match method {
-        IntervalMethod::ClusterOneStep | IntervalMethod::ClusterJackknife => {
+        IntervalMethod::ClusterOneStep => {
             "the data have cluster (annotator) ids: one annotator's comparisons are dependent, so \
              auto uses the one-step cluster jackknife and never an interval that assumes \
              independent comparisons"
+        }
+        IntervalMethod::ClusterJackknife => {
+            "the data have cluster (annotator) ids, so auto uses the cluster jackknife; the \
+             one-step jackknife was impossible (the observed Hessian without one annotator is \
+             not positive definite), so auto fell back to the exact leave-one-annotator-out \
+             refits"
         }
         IntervalMethod::Resized => {
             "d1/n > 0.02: in high dimension the MLE is inflated and Wald under-covers"
@@ -800,14 +806,8 @@ pub(crate) fn calibrate(
             return Ok(Calibration::wald(options.method));
         }
         IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => {
-            let clusters = crate::cluster::Clusters::of(data)?;
-            // The count the model will hold, checked before any draw is computed.
-            check_draw_count(method, clusters.len()).map_err(|m| Error::invalid("cluster", m))?;
-            let d = if method == IntervalMethod::ClusterJackknife {
-                crate::cluster::jackknife(data, params, &clusters, estimator, cancel)?
-            } else {
-                crate::cluster::one_step_jackknife(data, params, &clusters)?
-            };
+            let (method, d) =
+                cluster_draws(data, params, method, options.method, estimator, cancel)?;
             let (theta_draws, gamma_draws) = d.split_f32(data.d1());
             Parts {
                 requested: options.method,
@@ -870,6 +870,59 @@ pub(crate) fn calibrate(
     let mut parts = cal.into_parts();
     parts.figures[2] = c_hat;
     parts.build(d1, d2).map_err(refused)
+}
+
+/// What a user can do when a coefficient rests on one annotator.
+const CARRIED_REMEDY: &str = "no cluster-aware interval covers it: add annotators who carry \
+     its covariate, drop the covariate, or fit with --intervals wald (a model-based interval \
+     that assumes independent comparisons)";
+
+/// What a user can do when the one-step jackknife cannot take a leave-one-out estimate.
+const ONE_STEP_REMEDY: &str =
+    "use --intervals cluster-jackknife (exact refits) or auto, which falls back to it";
+
+/// The draws of a cluster method (`method`, resolved from `requested`), and the method that
+/// made them. First the detector ([`crate::cluster::identified::carried_by_one`]): a
+/// coefficient whose covariate only one annotator's rows carry has no leave-one-out estimate,
+/// and every cluster method refuses, naming it and the annotator — the exact jackknife's
+/// fallback would otherwise report an interval narrower than the data support (issue 31).
+/// Then the one-step jackknife; when the Hessian without some annotator is not positive
+/// definite, an explicit `cluster-onestep` refuses naming the coefficient and the annotator,
+/// and `auto` falls back to the exact refits (`cluster-jackknife`, stored with `requested =
+/// auto`: the model file records the fallback).
+///
+/// Errors: [`Error::InvalidArgument`] (`cluster`) on too few or too many clusters,
+/// [`Error::SingularInformation`] as above, [`Error::Cancelled`].
+fn cluster_draws(
+    data: &Dataset,
+    params: &Params,
+    method: IntervalMethod,
+    requested: IntervalMethod,
+    estimator: &FitOptions,
+    cancel: Option<&AtomicBool>,
+) -> Result<(IntervalMethod, crate::cluster::ClusterDraws)> {
+    use crate::cluster::identified::{carried_by_one, describe_all};
+    let clusters = crate::cluster::Clusters::of(data)?;
+    // The count the model will hold, checked before any draw is computed.
+    check_draw_count(method, clusters.len()).map_err(|m| Error::invalid("cluster", m))?;
+    if let Some(why) = describe_all(&carried_by_one(data, &clusters), data.d1()) {
+        return Err(Error::SingularInformation {
+            detail: format!("{why}; {CARRIED_REMEDY}"),
+        });
+    }
+    let exact = || crate::cluster::jackknife(data, params, &clusters, estimator, cancel);
+    if method == IntervalMethod::ClusterJackknife {
+        return Ok((method, exact()?));
+    }
+    match crate::cluster::one_step_jackknife(data, params, &clusters)? {
+        Ok(d) => Ok((method, d)),
+        Err(_) if requested == IntervalMethod::Auto => {
+            Ok((IntervalMethod::ClusterJackknife, exact()?))
+        }
+        Err(obstacle) => Err(Error::SingularInformation {
+            detail: format!("{}; {ONE_STEP_REMEDY}", obstacle.describe(data.d1())),
+        }),
+    }
 }
 
 /// The inverse of the mean expected information at `params` from its `expected` covariance

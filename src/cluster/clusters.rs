@@ -50,6 +50,11 @@ impl Clusters {
         self.ids.len()
     }
 
+    /// The id of cluster `g` (by rank), as the data give it.
+    pub(crate) fn id(&self, g: usize) -> i64 {
+        self.ids[g]
+    }
+
     /// The rows of cluster `g` (by rank), increasing.
     pub(crate) fn rows(&self, g: usize) -> &[usize] {
         &self.rows[g]

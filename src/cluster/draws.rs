@@ -1,12 +1,13 @@
 //! The four kinds of cluster draws (see the module docs of [`crate::cluster`]).
 
 use super::clusters::Clusters;
+use super::identified::Obstacle;
 use crate::calibrate::draws::{draw_seed, warm_refit, Settings, Stream};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::fit::FitOptions;
 use crate::likelihood::{cluster_score_sums, nll_and_gradient, observed_hessian};
-use crate::linalg::{matmul, spd_inverse};
+use crate::linalg::{first_bad_pivot, matmul, spd_inverse};
 use crate::model::Params;
 use nalgebra::{DMatrix, DVector};
 use rand::{Rng, SeedableRng};
@@ -124,23 +125,32 @@ pub(crate) fn sandwich_with(
 /// cluster `g` from the full estimate `params` (whose gradient there is `-s_g`). The
 /// leverage-corrected sandwich (CR3) of a GLM; `O(n p^2 + G p^3)`, no refits.
 ///
-/// Errors: [`crate::Error::SingularInformation`] when the Hessian without some cluster is not
-/// positive definite (that cluster alone identifies a parameter).
+/// `Ok(Err(obstacle))` when the Hessian without some cluster is not positive definite: the
+/// first such cluster (in id order, whatever the thread count) and the coefficient at its
+/// failing pivot ([`Obstacle::Pivot`]).
 pub fn one_step_jackknife(
     data: &Dataset,
     params: &Params,
     clusters: &Clusters,
-) -> Result<ClusterDraws> {
+) -> Result<std::result::Result<ClusterDraws, Obstacle>> {
     let h = observed_hessian(data, params) * data.n() as f64;
     let sums = cluster_sums(data, params, clusters);
-    let deltas: Result<Vec<DVector<f64>>> = sums
+    let deltas: Vec<std::result::Result<DVector<f64>, Obstacle>> = sums
         .into_par_iter()
-        .map(|(s, hg)| {
-            let inv = spd_inverse(&(&h - hg), "the observed Hessian without one cluster")?;
-            Ok(inv * s)
+        .enumerate()
+        .map(|(g, (s, hg))| {
+            let without = &h - hg;
+            match spd_inverse(&without, "the observed Hessian without one cluster") {
+                Ok(inv) => Ok(inv * s),
+                Err(_) => Err(Obstacle::Pivot {
+                    coefficient: first_bad_pivot(&without),
+                    cluster: clusters.id(g),
+                }),
+            }
         })
         .collect();
-    Ok(shifted(params, deltas?))
+    let deltas: std::result::Result<Vec<_>, Obstacle> = deltas.into_iter().collect();
+    Ok(deltas.map(|d| shifted(params, d)))
 }
 
 /// The exact leave-one-cluster-out estimates (CV3): each refit of the data without cluster

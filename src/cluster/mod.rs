@@ -20,6 +20,9 @@
 //! * [`pairs_bootstrap`](draws::pairs_bootstrap): clusters resampled with replacement, each resample refitted the
 //!   same way.
 //!
+//! [`identified`] names the coefficients that rest on one annotator (the detector every
+//! cluster method runs first, and the reason `auto` falls back to the exact jackknife).
+//!
 //! [`heterogeneity`] is the diagnostic every fit with cluster ids reports: the design effect
 //! (cluster-robust over model-based variance) of each coefficient, with a plain-words warning
 //! when intervals that assume independent comparisons would under-cover;
@@ -33,6 +36,7 @@
 mod clusters;
 pub(crate) mod draws;
 mod heterogeneity;
+pub(crate) mod identified;
 
 pub use clusters::{Clusters, MAX_CLUSTERS, MIN_CLUSTERS};
 #[cfg(test)]
@@ -42,6 +46,7 @@ pub(crate) use draws::{jackknife, one_step_jackknife};
 pub use heterogeneity::{
     heterogeneity, heterogeneity_of_fit, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING,
 };
+pub use identified::one_step_obstacle;
 
 #[cfg(test)]
 mod tests;

@@ -77,7 +77,9 @@ fn jackknife_refits_are_the_fits_without_each_cluster_and_one_step_approximates_
     let options = FitOptions::default();
     let exact = jackknife(&data, &params, &clusters, &options, None).unwrap();
     assert_eq!((exact.len(), exact.diverged), (20, 0));
-    let approx = one_step_jackknife(&data, &params, &clusters).unwrap();
+    let approx = one_step_jackknife(&data, &params, &clusters)
+        .unwrap()
+        .unwrap();
     let b = params.stacked();
     for g in [0, 7, 19] {
         let rest = data.select_rows(&clusters.rows_without(g));
@@ -242,7 +244,9 @@ fn the_model_intervals_are_the_jackknife_intervals_and_auto_follows_the_cluster_
     let model = estimate(&data, IntervalMethod::Auto);
     assert_eq!(model.calibration().method(), IntervalMethod::ClusterOneStep);
     let clusters = Clusters::of(&data).unwrap();
-    let d = one_step_jackknife(&data, model.params(), &clusters).unwrap();
+    let d = one_step_jackknife(&data, model.params(), &clusters)
+        .unwrap()
+        .unwrap();
     let b = model.params().stacked();
     for c in 0..8 {
         let mut a = vec![0.0; 8];
@@ -415,4 +419,105 @@ fn small_sample_hint_recommends_the_cluster_method_when_the_data_have_cluster_id
     assert!(plain.contains("--intervals bootstrap"), "{plain}");
     let ids_dropped = crate::testing::without_clusters(&data);
     assert_eq!(plain, model.diagnostics_on(&ids_dropped).warning.unwrap());
+}
+
+/// The fit of `data` with interval method `method`.
+fn estimate_with(
+    data: &Dataset,
+    method: crate::calibrate::IntervalMethod,
+) -> crate::Result<crate::RewardModel> {
+    EstimatorOptions {
+        intervals: crate::calibrate::IntervalOptions { method, reps: None },
+        ..EstimatorOptions::default()
+    }
+    .check()
+    .unwrap()
+    .estimate(data, &FitControl::default())
+}
+
+/// The number of annotators with the expert flag (`psi[.., 0] = 1`).
+fn experts(data: &Dataset) -> usize {
+    let clusters = Clusters::of(data).unwrap();
+    (0..clusters.len())
+        .filter(|&g| data.psi_row(clusters.rows(g)[0])[0] != 0.0)
+        .count()
+}
+
+/// Seeds of the two scenarios of issue 31 (run with `--ignored --nocapture`).
+#[test]
+#[ignore]
+fn scan_issue_31_seeds() {
+    for seed in 0..60 {
+        let data = annotator_effects(6, 50, 0.6, seed);
+        if experts(&data) == 2 {
+            let (_, params) = fitted(6, 50, 0.6, seed);
+            let obstacle = one_step_obstacle(&data, &params);
+            println!("G=6 seed {seed}: {obstacle:?}");
+        }
+        let data = annotator_effects(12, 50, 0.6, seed);
+        if experts(&data) == 1 {
+            println!("G=12 seed {seed}: one expert");
+        }
+    }
+}
+
+/// A seed of `annotator_effects(6, 50, 0.6, seed)` with 2 experts whose one-step jackknife is
+/// impossible ([`scan_issue_31_seeds`]; the CLI's test uses it too).
+const TWO_EXPERTS_SEED: u64 = 9;
+/// A seed of `annotator_effects(12, 50, 0.6, seed)` with one expert.
+const ONE_EXPERT_SEED: u64 = 5;
+
+/// Issue 31, the first scenario: `auto` failed with "singular information ... (pivot 7)" on
+/// 6 annotators of whom 2 are experts. It now falls back to the exact refits (the estimator's
+/// own fallback), stored as `cluster-jackknife` with `requested = auto`, and an explicit
+/// `cluster-onestep` names the coefficient, the annotator and what to do.
+#[test]
+fn auto_falls_back_to_the_exact_jackknife_when_the_one_step_is_impossible() {
+    use crate::calibrate::IntervalMethod;
+    let data = annotator_effects(6, 50, 0.6, TWO_EXPERTS_SEED);
+    assert_eq!(experts(&data), 2);
+    let model = estimate_with(&data, IntervalMethod::Auto).unwrap();
+    let c = model.calibration();
+    assert_eq!(c.method(), IntervalMethod::ClusterJackknife);
+    assert_eq!(c.requested(), IntervalMethod::Auto);
+    let exact = estimate_with(&data, IntervalMethod::ClusterJackknife).unwrap();
+    assert_eq!(c.theta_draws(), exact.calibration().theta_draws());
+    assert_eq!(c.gamma_draws(), exact.calibration().gamma_draws());
+    let why = one_step_obstacle(&data, model.params()).unwrap();
+    assert!(why.starts_with("without annotator "), "{why}");
+    let err = estimate_with(&data, IntervalMethod::ClusterOneStep)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&why) && err.contains("use --intervals cluster-jackknife"),
+        "{err}"
+    );
+}
+
+/// Issue 31, the second scenario: with 12 annotators of whom one carries the expert flag, the
+/// exact jackknife reported gamma[0]'s SE at a third of Wald's (the refit without the expert
+/// cannot move gamma[0] and its draw was kept). Every cluster method now refuses, naming
+/// gamma[0] and the expert's id; `auto` too (no cluster interval covers it).
+#[test]
+fn a_coefficient_carried_by_one_annotator_is_named_not_hidden() {
+    use crate::calibrate::IntervalMethod;
+    let data = annotator_effects(12, 50, 0.6, ONE_EXPERT_SEED);
+    assert_eq!(experts(&data), 1);
+    let clusters = Clusters::of(&data).unwrap();
+    let expert = (0..clusters.len())
+        .find(|&g| data.psi_row(clusters.rows(g)[0])[0] != 0.0)
+        .map(|g| clusters.id(g))
+        .unwrap();
+    for method in [
+        IntervalMethod::ClusterJackknife,
+        IntervalMethod::ClusterOneStep,
+        IntervalMethod::Auto,
+    ] {
+        let err = estimate_with(&data, method).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("gamma[0] is carried by annotator {expert} alone")),
+            "{method:?}: {err}"
+        );
+        assert!(err.contains("--intervals wald"), "{err}");
+    }
 }

@@ -69,6 +69,14 @@ fn invert_lower_in_place(a: MatMut<'_, f64>) {
     invert_lower_in_place(l22);
 }
 
+/// The index of the first pivot of `a`'s Cholesky factorisation that is not positive, `None`
+/// when `a` factors (the condition is not checked): which row of a singular information
+/// matrix to name in a message.
+pub(crate) fn first_bad_pivot(a: &DMatrix<f64>) -> Option<usize> {
+    let mut a = a.clone();
+    potrf(&mut a).err()
+}
+
 /// Lower Cholesky factor of a symmetric matrix without the condition check, `None` if it is
 /// not numerically positive definite (for preconditioners, where any SPD factor will do).
 pub(crate) fn try_cholesky(a: DMatrix<f64>) -> Option<DMatrix<f64>> {

@@ -39,7 +39,7 @@ mod simd;
 pub(crate) use base::Scalar;
 use base::{par, view, view_mut};
 pub use cholesky::{cholesky, lower_inverse_in_place};
-pub(crate) use cholesky::{ridged_cholesky, spd_inverse, spd_inverse_factor};
+pub(crate) use cholesky::{first_bad_pivot, ridged_cholesky, spd_inverse, spd_inverse_factor};
 pub(crate) use cholesky::{ridged_inverse_factor, RIDGE_START};
 pub use gram::gram;
 pub(crate) use gram::gram_f32;

@@ -1,0 +1,136 @@
+//! Which coefficients rest on one annotator (issue 31): the detector the cluster jackknives
+//! run before their draws, so that a coefficient the data without one cluster cannot estimate
+//! is named with the annotator that carries it instead of failing at an anonymous pivot or
+//! being hidden by a refit's fallback.
+//!
+//! Two ways leaving cluster `g` out defeats a leave-one-out estimate:
+//!
+//! * **structural** ([`carried_by_one`]): a coefficient's covariate (a column of `z` for
+//!   `theta_j`, of `psi` for `gamma_k`) is non-zero in cluster `g`'s rows only. Without `g`
+//!   the likelihood does not depend on the coefficient: no refit estimates it, and the
+//!   jackknife has no honest draw for it (its interval is unbounded). Every cluster method
+//!   refuses such data.
+//! * **numerical** ([`Obstacle::Pivot`]): the observed Hessian without `g` (what the
+//!   one-step jackknife inverts) is not positive definite, first at the pivot of one
+//!   coefficient, though the coefficient stays identified (other clusters carry its
+//!   covariate). The observed Hessian of this model is not the expected information and can
+//!   be indefinite away from the refit's optimum; the exact refits (`cluster-jackknife`) still
+//!   estimate it, so `auto` falls back to them.
+
+use super::clusters::Clusters;
+use crate::data::{Dataset, FeatureMatrix};
+
+/// Why the leave-one-cluster-out estimate of one coefficient fails.
+#[derive(Debug, Clone, PartialEq)]
+#[doc(hidden)] // reached through `crate::internals` only
+pub enum Obstacle {
+    /// Coefficient `coefficient` (stacked: theta first) has a covariate non-zero in the rows
+    /// of cluster `cluster` only.
+    Carried {
+        /// Stacked index (theta first).
+        coefficient: usize,
+        /// The cluster id, as the data give it.
+        cluster: i64,
+    },
+    /// The observed Hessian without cluster `cluster` is not positive definite, first at the
+    /// pivot of `coefficient` (`None`: it factors but is ill-conditioned or not finite).
+    Pivot {
+        /// Stacked index of the first failing pivot, if the factorisation failed at one.
+        coefficient: Option<usize>,
+        /// The cluster id, as the data give it.
+        cluster: i64,
+    },
+}
+
+/// The name of stacked coefficient `j` as the coefficient table prints it (`theta[j]`,
+/// `gamma[k]`).
+pub(crate) fn coefficient_name(j: usize, d1: usize) -> String {
+    if j < d1 {
+        format!("theta[{j}]")
+    } else {
+        format!("gamma[{}]", j - d1)
+    }
+}
+
+impl Obstacle {
+    /// The obstacle in plain words, naming the coefficient and the annotator.
+    pub(crate) fn describe(&self, d1: usize) -> String {
+        match *self {
+            Obstacle::Carried {
+                coefficient,
+                cluster,
+            } => format!(
+                "{} is carried by annotator {cluster} alone (its covariate is zero in every \
+                 other annotator's rows): without annotator {cluster} the data cannot estimate \
+                 it, so no cluster interval exists for it (the data support an unbounded one)",
+                coefficient_name(coefficient, d1)
+            ),
+            Obstacle::Pivot {
+                coefficient,
+                cluster,
+            } => format!(
+                "without annotator {cluster} the observed Hessian is not positive definite{}, \
+                 so the one-step jackknife cannot take that annotator's leave-one-out estimate",
+                coefficient
+                    .map(|j| format!(" at {}", coefficient_name(j, d1)))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}
+
+/// Every coefficient whose covariate is non-zero in one cluster's rows only, with that
+/// cluster, in coefficient order. `O(n (d1 + d2))`. A covariate zero everywhere is no
+/// cluster's (the fit's own information check refuses it).
+pub(crate) fn carried_by_one(data: &Dataset, clusters: &Clusters) -> Vec<Obstacle> {
+    let (d1, d2) = (data.d1(), data.d2());
+    let z = |i: usize, j: usize| match data.features() {
+        FeatureMatrix::F64(v) => v[i * d1 + j] != 0.0,
+        FeatureMatrix::F32(v) => v[i * d1 + j] != 0.0,
+    };
+    let nonzero = |i: usize, j: usize| {
+        if j < d1 {
+            z(i, j)
+        } else {
+            data.psi_row(i)[j - d1] != 0.0
+        }
+    };
+    (0..d1 + d2)
+        .filter_map(|j| {
+            let mut carriers =
+                (0..clusters.len()).filter(|&g| clusters.rows(g).iter().any(|&i| nonzero(i, j)));
+            match (carriers.next(), carriers.next()) {
+                (Some(g), None) => Some(Obstacle::Carried {
+                    coefficient: j,
+                    cluster: clusters.id(g),
+                }),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The structural obstacles of [`carried_by_one`] as one message (empty input: `None`).
+pub(crate) fn describe_all(obstacles: &[Obstacle], d1: usize) -> Option<String> {
+    (!obstacles.is_empty()).then(|| {
+        obstacles
+            .iter()
+            .map(|o| o.describe(d1))
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
+}
+
+/// Why the one-step jackknife cannot run on the estimate `params` of `data` — the first
+/// annotator whose leave-one-out observed Hessian is not positive definite and the
+/// coefficient at its pivot, in plain words — or `None` when it can (or the data have no
+/// cluster ids). What the command-line program prints beside `auto`'s fallback to the exact
+/// jackknife (the model file records the fallback as `cluster-jackknife` with `requested =
+/// auto`; this names the annotator). `O(n p^2 + G p^3)`.
+pub fn one_step_obstacle(data: &Dataset, params: &crate::model::Params) -> Option<String> {
+    let clusters = Clusters::of(data).ok()?;
+    match super::one_step_jackknife(data, params, &clusters) {
+        Ok(Err(obstacle)) => Some(obstacle.describe(data.d1())),
+        _ => None,
+    }
+}
