@@ -3,7 +3,7 @@
 //! `n`), embedded in one batch, scored and ranked by the policy; the `n` best returned.
 
 use crate::error::ApiError;
-use crate::routes::request::{json_object, opt_int};
+use crate::routes::request::{json_object, opt_alpha, opt_int};
 use crate::state::{AppState, Loaded};
 use crate::upstream::{Failure, Upstream, UpstreamError};
 use axum::body::{Body, Bytes};
@@ -88,18 +88,7 @@ pub fn parse_params(
             Some("n"),
         ));
     }
-    let alpha = match body.get("alpha") {
-        None | Some(Value::Null) => default_alpha,
-        Some(v) => match v.as_f64() {
-            Some(a) if a > 0.0 && a < 1.0 => a,
-            _ => {
-                return Err(ApiError::invalid(
-                    format!("`alpha` must be a number in (0, 1), got {v}"),
-                    Some("alpha"),
-                ))
-            }
-        },
-    };
+    let alpha = opt_alpha(body, default_alpha)?;
     let policy = match body.get("policy") {
         None | Some(Value::Null) => Policy::Pbon,
         Some(Value::String(s)) if s.eq_ignore_ascii_case("pbon") => Policy::Pbon,

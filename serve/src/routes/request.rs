@@ -48,3 +48,18 @@ pub fn opt_int(
         }
     }
 }
+
+/// The intervals' `alpha` (a gateway extension field of every scoring route): `default` when
+/// absent or null; 400 when not a number in (0, 1).
+pub fn opt_alpha(map: &Map<String, Value>, default: f64) -> Result<f64, ApiError> {
+    match map.get("alpha") {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => match v.as_f64() {
+            Some(a) if a > 0.0 && a < 1.0 => Ok(a),
+            _ => Err(ApiError::invalid(
+                format!("`alpha` must be a number in (0, 1), got {v}"),
+                Some("alpha"),
+            )),
+        },
+    }
+}

@@ -4,7 +4,7 @@
 
 use crate::error::ApiError;
 use crate::routes::completions::upstream_failure;
-use crate::routes::request::{json_object, opt_int};
+use crate::routes::request::{json_object, opt_alpha, opt_int};
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -115,18 +115,7 @@ pub fn parse_rerank(
             ))
         }
     };
-    let alpha = match body.get("alpha") {
-        None | Some(Value::Null) => default_alpha,
-        Some(v) => match v.as_f64() {
-            Some(a) if a > 0.0 && a < 1.0 => a,
-            _ => {
-                return Err(ApiError::invalid(
-                    format!("`alpha` must be a number in (0, 1), got {v}"),
-                    Some("alpha"),
-                ))
-            }
-        },
-    };
+    let alpha = opt_alpha(body, default_alpha)?;
     Ok(RerankRequest {
         model: body.get("model").cloned(),
         query,
