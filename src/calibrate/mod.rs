@@ -497,7 +497,7 @@ impl Calibration {
     }
 
     /// Assembles a calibration from stored parts, checked by the one rule a fit's calibration
-    /// and the model-file reader obey ([`Parts::build`]): the method is resolved and matches
+    /// and the model-file reader obey (`Parts::build`): the method is resolved and matches
     /// the one requested; Wald carries nothing; a method with draws holds as many as it can
     /// (`reps`: [`MIN_REPS`]..=[`MAX_REPS`] bootstrap refits, or one draw per cluster,
     /// [`crate::cluster::MIN_CLUSTERS`]..=[`crate::cluster::MAX_CLUSTERS`]) of `theta_draws`
@@ -625,7 +625,7 @@ impl Calibration {
 }
 
 impl Calibration {
-    /// The parts of this calibration, to be checked and built again ([`Parts::build`]).
+    /// The parts of this calibration, to be checked and built again (`Parts::build`).
     fn into_parts(self) -> Parts {
         Parts {
             requested: self.requested,

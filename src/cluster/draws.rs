@@ -127,7 +127,7 @@ pub(crate) fn sandwich_with(
 ///
 /// `Ok(Err(obstacle))` when the Hessian without some cluster is not positive definite: the
 /// first such cluster (in id order, whatever the thread count) and the coefficient at its
-/// failing pivot ([`Obstacle::Pivot`]).
+/// failing pivot (`Obstacle::Pivot`).
 pub fn one_step_jackknife(
     data: &Dataset,
     params: &Params,

@@ -20,7 +20,7 @@
 //! * [`pairs_bootstrap`](draws::pairs_bootstrap): clusters resampled with replacement, each resample refitted the
 //!   same way.
 //!
-//! [`identified`] names the coefficients that rest on one annotator (the detector every
+//! `identified` names the coefficients that rest on one annotator (the detector every
 //! cluster method runs first, and the reason `auto` falls back to the exact jackknife).
 //!
 //! [`heterogeneity`] is the diagnostic every fit with cluster ids reports: the design effect
