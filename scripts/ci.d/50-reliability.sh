@@ -9,7 +9,7 @@
 #      LeakSanitizer: the Rust library allocates through malloc, so its leaks are seen too);
 #   2. the concurrent C tests (threads, cancel, concurrency) under ThreadSanitizer, linked with
 #      a copy of the library *and Rust's standard library* built with -Zsanitizer=thread
-#      (nightly, -Zbuild-std; target/tsan);
+#      (nightly, -Zbuild-std; in the cargo target directory's tsan/);
 #   3. the two new C tests under valgrind memcheck (30-c-abi.sh covers the others);
 #   4. canaries: a deliberate race and a deliberate leak that TSan and LSan must report, so
 #      that "clean" is known to mean something;
@@ -62,10 +62,11 @@ if ! rustup component list --toolchain nightly --installed | grep -q '^rust-src'
   rustup component add rust-src --toolchain nightly
 fi
 host=$(rustc -vV | sed -n 's/^host: //p')
+tsan_dir="${CARGO_TARGET_DIR:-target}/tsan"
 RUSTFLAGS="-Zsanitizer=thread" cargo +nightly build -q -Zbuild-std --target "$host" -p hetreward --lib \
-  --release --target-dir target/tsan
+  --release --target-dir "$tsan_dir"
 lap "TSan build of the library and std"
-tsan_lib="target/tsan/$host/release/libhetreward.a"
+tsan_lib="$tsan_dir/$host/release/libhetreward.a"
 probe="$work/probe"; mkdir -p "$probe"; : > "$probe/empty.rs"
 read -r -a native <<<"$(rustc --crate-type staticlib --crate-name empty --print native-static-libs \
     -o "$probe/libempty.a" "$probe/empty.rs" 2>&1 | sed -n 's/.*native-static-libs: //p')"

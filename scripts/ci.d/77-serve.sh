@@ -41,7 +41,7 @@ for v in HETREWARD_LLAMA_PYTHON HETREWARD_LLAMA_SERVER HETREWARD_LLAMA_GENERATOR
 done
 echo "--- gateway: cargo build --release -p hetreward-cli"
 nice -n 10 cargo build --release -p hetreward-cli
-export HETREWARD_SERVE_BIN="$root/target/release/hetreward"
+export HETREWARD_SERVE_BIN="${CARGO_TARGET_DIR:-$root/target}/release/hetreward"
 "$HETREWARD_SERVE_BIN" serve --help >/dev/null || { echo "$HETREWARD_SERVE_BIN has no serve subcommand" >&2; exit 1; }
 echo "--- pytest serve/tests/e2e"
 log=$(mktemp)
