@@ -2,7 +2,7 @@
 //!
 //! Reward learning from heterogeneous human preference data, with uncertainty quantification
 //! (the method of "Uncertainty Quantification for Large Language Model Reward Learning under
-//! Heterogeneous Human Feedback"; the contract is `SPEC.md`).
+//! Heterogeneous Human Feedback"; the contract is `docs/contract.md`).
 //!
 //! An annotator with profile `x` compares two answers whose feature difference is `z`; their
 //! rationality `sigma(x) = psi0(x) + gamma . psi(x)` scales the reward difference `theta . z`

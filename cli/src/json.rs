@@ -1,4 +1,4 @@
-//! JSON documents whose field names are a contract (SPEC §5): the fit report / `inspect`, and
+//! JSON documents whose field names are a contract (docs/contract.md §5): the fit report / `inspect`, and
 //! the outputs of `score`, `compare` and `select`. Fields may be added; none is renamed.
 //!
 //! Non-finite numbers (none are expected) become `null`, as JSON has no NaN.

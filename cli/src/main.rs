@@ -1,4 +1,4 @@
-//! `hetreward`: the command-line interface, a thin shell over the library (SPEC §5). It
+//! `hetreward`: the command-line interface, a thin shell over the library (docs/contract.md §5). It
 //! validates arguments, reads files, calls the library and prints tables or JSON; it computes
 //! nothing itself.
 //!
