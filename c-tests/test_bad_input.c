@@ -1,4 +1,4 @@
-/* test_bad_input: the bad-input matrix of the C API (issue 7, SPEC §8).
+/* test_bad_input: the bad-input matrix of the C API (docs/contract.md §8).
  *
  * For every exported function and every argument: NULL, zero and mismatched dimensions,
  * NaN/Inf in each array, labels not in {0,1}, psi0 all zero or in the span of psi, n too small,

@@ -21,7 +21,7 @@
 //! ```
 //!
 //! The issue's full table (G = 40 x 40 and 300 x 10, tau in {0, 0.3, 0.6}, 400 datasets each,
-//! every method; a few hours on 2 shared cores — the README's table, 4 methods with B = 200,
+//! every method; a few hours on 2 shared cores — the table in docs/intervals.md, 4 methods with B = 200,
 //! took 100-700 s per design), written to `target/cluster-coverage.md`:
 //!
 //! ```text

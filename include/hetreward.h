@@ -499,7 +499,7 @@ typedef struct hetreward_reward {
 typedef uint32_t hetreward_termination;
 
 /**
- * How a model was fitted (SPEC §2), filled by hetreward_model_report().
+ * How a model was fitted (docs/contract.md §2), filled by hetreward_model_report().
  */
 typedef struct hetreward_fit_report {
     /**
@@ -1373,7 +1373,7 @@ hetreward_status hetreward_model_compare(const struct hetreward_model *model,
                                          struct hetreward_comparison *out_comparisons);
 
 /**
- * Picks the best of `n_candidates` answers to one prompt (SPEC §4): `phi` is
+ * Picks the best of `n_candidates` answers to one prompt (docs/contract.md §4): `phi` is
  * n_candidates x d1 row-major `float`; `penalty` is optional (NULL = none) with one finite
  * value per candidate (e.g. beta * KL); `policy` is HETREWARD_POLICY_BON (argmax reward -
  * penalty) or HETREWARD_POLICY_PBON (argmax lower - penalty, lower = reward - q_{1-alpha/2}
@@ -1415,7 +1415,7 @@ hetreward_status hetreward_model_rationality(const struct hetreward_model *model
                                              double *out_se);
 
 /**
- * Writes the model to a file (the versioned, checksummed model format, SPEC §6),
+ * Writes the model to a file (the versioned, checksummed model format, docs/contract.md §6),
  * atomically: a temporary file next to `path`, created exclusively (a planted file or link of
  * that name is never followed), is written, synced and renamed over `path`, so a crash never
  * leaves a half-written model under `path`. An existing `path` must be a regular file: it is

@@ -1,4 +1,4 @@
-//! One definition per option enum (issue 12): each closed set of choices — solver, start,
+//! One definition per option enum: each closed set of choices — solver, start,
 //! covariance, interval method, termination, difference method, verdict, policy — is written
 //! once, with `coded_enum!`, as its variants, their stable codes and their stable names.
 //! Everything else derives from that definition:
@@ -12,7 +12,7 @@
 //!   clap).
 //! * the C API names every code with [`Coded::C_NAMES`] (`hetreward_option_name`,
 //!   `hetreward_option_at` in `ffi/enums.rs`), and the Go, Julia and Python bindings build
-//!   their name tables from it when they load (issue 19).
+//!   their name tables from it when they load.
 //!
 //! Codes and names are a contract (ABI, file format, JSON): never renumber or rename a
 //! variant; add new ones with new codes.

@@ -1,4 +1,4 @@
-//! Covariance of the estimator (SPEC §3).
+//! Covariance of the estimator (docs/contract.md §3).
 //!
 //! All kinds produce `V`, the asymptotic covariance of `sqrt(n) (tau_hat - tau)` with
 //! `tau = (theta, gamma)`, so that `Cov(tau_hat) = V / n`:

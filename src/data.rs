@@ -1,7 +1,7 @@
 //! The validated training set: one pairwise comparison per row.
 //!
 //! A [`Dataset`] is only ever built through [`Dataset::new`] (or [`Dataset::from_pairs`]), which
-//! checks every SPEC §8 condition once; the math downstream assumes valid input.
+//! checks every docs/contract.md §8 condition once; the math downstream assumes valid input.
 
 use crate::error::{check_finite, Error, Result};
 use nalgebra::{DMatrix, DVector, SymmetricEigen};
@@ -76,7 +76,7 @@ impl std::fmt::Debug for WideCopy {
     }
 }
 
-/// Pairwise-comparison training data (SPEC §1), stored row-major: z in `f64` ([`Dataset::new`])
+/// Pairwise-comparison training data (docs/contract.md §1), stored row-major: z in `f64` ([`Dataset::new`])
 /// or `f32` ([`Dataset::new_f32`]), everything else in `f64`.
 ///
 /// Row `i` holds `z_i = phi(s,a1) - phi(s,a0)` (length `d1`), the fixed rationality part
@@ -215,7 +215,7 @@ impl Dataset {
             if psi0.iter().all(|&v| v == 0.0) {
                 return Err(Error::invalid(
                     "psi0",
-                    "psi0 is identically zero: theta and gamma are not identifiable (SPEC §1)",
+                    "psi0 is identically zero: theta and gamma are not identifiable (docs/contract.md §1)",
                 ));
             }
             check_sample_count("n", n as u64, d1, d2)?;
@@ -407,7 +407,7 @@ impl Dataset {
 /// the rest, i.e. the scale is unidentifiable in practice too.
 const SPAN_RTOL: f64 = 1e-6;
 
-/// Rejects `psi0 = psi a` for some `a` (SPEC §1: then theta and gamma are not identifiable).
+/// Rejects `psi0 = psi a` for some `a` (docs/contract.md §1: then theta and gamma are not identifiable).
 ///
 /// Least squares on the column-equilibrated Gram matrix (`O(n d2^2)`, one pass, `d2 x d2`
 /// memory), solved by a symmetric eigendecomposition that drops directions with eigenvalue below
@@ -507,7 +507,7 @@ fn check_psi0_not_in_span(n: usize, d2: usize, psi0: &[f64], psi: &[f64]) -> Res
                 "psi0 is a linear combination of the columns of psi (psi0 = psi . a with \
                  a = [{}] on all {n} rows, to a relative residual below {SPAN_RTOL:.0e}): the \
                  rationality is then (a + gamma) . psi and the scale of theta is not \
-                 identifiable (SPEC §1); drop a column of psi (e.g. the baseline level of a \
+                 identifiable (docs/contract.md §1); drop a column of psi (e.g. the baseline level of a \
                  one-hot covariate) or change psi0",
                 a.join(", ")
             ),

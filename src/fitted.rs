@@ -2,7 +2,7 @@
 //!
 //! A [`RewardModel`] holds theta, gamma, the lower Cholesky factor `L` of `Cov(theta_hat) =
 //! S_theta^2 / n` and `Cov(gamma_hat) = S_gamma^2 / n`. The SE of a reward is then
-//! `se(phi) = ||L^T phi||` (= `sqrt(phi^T S_theta^2 phi / n)`, SPEC §3) — one triangular
+//! `se(phi) = ||L^T phi||` (= `sqrt(phi^T S_theta^2 phi / n)`, docs/contract.md §3) — one triangular
 //! product per answer. `L` is packed once, at construction, into 4-column panels
 //! (`PackedLower`) and a register-tiled kernel streams it once per 16 answers: scoring a
 //! batch costs `m d1^2 / 2` multiply-adds with no per-call packing, and an answer's SE is the

@@ -2,7 +2,7 @@
 //!
 //! Reward learning from heterogeneous human preference data, with uncertainty quantification
 //! (the method of "Uncertainty Quantification for Large Language Model Reward Learning under
-//! Heterogeneous Human Feedback"; the contract is `SPEC.md`).
+//! Heterogeneous Human Feedback"; the contract is `docs/contract.md`).
 //!
 //! An annotator with profile `x` compares two answers whose feature difference is `z`; their
 //! rationality `sigma(x) = psi0(x) + gamma . psi(x)` scales the reward difference `theta . z`
@@ -33,6 +33,15 @@
 //! | [`model`] | [`Params`] `(theta, gamma)`; [`model::dot`], [`model::sigmoid`] |
 //! | [`sim`] | seeded generators (the paper's §6.1 simulation, homogeneous and high-dimensional designs) |
 //! | [`stats`], [`parallel`] | normal quantiles and p-values; deterministic parallelism on a caller-sized pool |
+//! | [`cluster`] | cluster (annotator) ids and the heterogeneity diagnostic of a fit on them |
+//! | [`profile`] | the profile-likelihood interval of one coefficient ([`profile::coefficient_interval`]) |
+//!
+//! The private modules: `likelihood` (passes over the data: NLL, gradient, information,
+//! Hessian, scores), `linalg` (faer's kernels on zero-copy views, checked Cholesky, the packed
+//! scoring kernel), `interval` (the one interval rule every consumer asks), `shard` (mergeable
+//! per-shard sums, their wire format and the driver-side objective) and `ffi` (the C ABI:
+//! argument checks, handles, status codes, the panic boundary). This table and these lines are
+//! the one list of the library's modules (`docs/development.md` links here).
 //!
 //! Not part of the API: the benchmarks in `benches/`, the examples, the integration tests and
 //! the fuzz targets reach the kernels and building blocks they measure or study (likelihood,

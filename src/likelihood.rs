@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! grad L_n = (1/n) sum r_i g_i
-//! I        = (1/n) sum w_i g_i g_i^T                       (expected information, SPEC §3)
+//! I        = (1/n) sum w_i g_i g_i^T                       (expected information, docs/contract.md §3)
 //! H        = I + (1/n) sum r_i [[0, z_i psi_i^T], [psi_i z_i^T, 0]]   (observed Hessian)
 //! B        = (1/n) sum r_i^2 g_i g_i^T                     (outer product of scores)
 //! ```
@@ -361,7 +361,7 @@ pub(crate) fn hessian_vector_over(
 }
 
 /// The expected (Fisher) information `I = (1/n) sum w_i g_i g_i^T`, `(d1+d2) x (d1+d2)`,
-/// blocks `I_tt`, `I_tg`, `I_gt`, `I_gg` of SPEC §3. One double-precision Gram product
+/// blocks `I_tt`, `I_tg`, `I_gt`, `I_gg` of docs/contract.md §3. One double-precision Gram product
 /// (`n (d1+d2)^2` flops, see [`gram`]).
 pub fn expected_information(data: &Dataset, params: &Params) -> DMatrix<f64> {
     let d1 = data.d1();

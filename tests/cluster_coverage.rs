@@ -8,7 +8,7 @@
 //! Monte-Carlo error, [0.88, 0.995], for gamma_k and theta_j; it also checks that the band can
 //! fail: Wald's gamma coverage must fall below it. The full table (every method, four
 //! designs and tau = 0, 400 datasets each, MC SEs and lengths) is one command:
-//! `FULL=1 cargo run --release --example cluster_coverage` (README, "Annotators").
+//! `FULL=1 cargo run --release --example cluster_coverage` (docs/intervals.md, "Annotators").
 
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
 use hetreward::estimator::EstimatorOptions;

@@ -1,5 +1,5 @@
 //! Coverage of the 95% confidence intervals by simulation: the paper's §6.1 design, both readings
-//! (SPEC §7.3), n = 200, 400, 600, 1000 replications each, fixed seeds.
+//! (docs/contract.md §7.3), n = 200, 400, 600, 1000 replications each, fixed seeds.
 //!
 //! Measured: coverage and average length of the CIs of theta's components (paper Table 1), of the
 //! reward r(s,a) at (1/2,1/4), (1/2,1/2), (1,1/4), (1,1/2) (paper Table 2), and of the reward

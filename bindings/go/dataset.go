@@ -160,7 +160,7 @@ func DatasetFromPairsF32(d1, d2 int, phi0, phi1, psi0, psi, y []float32, cluster
 	return newDataset(out), nil
 }
 
-// LoadDataset reads a training set from a .csv or .safetensors file (SPEC §6;
+// LoadDataset reads a training set from a .csv or .safetensors file (docs/contract.md §6;
 // hetreward_dataset_load). Errors: StatusIO, StatusBadFormat, StatusInvalidArgument.
 func LoadDataset(path string) (*Dataset, error) {
 	cpath := C.CString(path)

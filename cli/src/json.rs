@@ -1,4 +1,4 @@
-//! JSON documents whose field names are a contract (SPEC §5): the fit report / `inspect`, and
+//! JSON documents whose field names are a contract (docs/contract.md §5): the fit report / `inspect`, and
 //! the outputs of `score`, `compare` and `select`. Fields may be added; none is renamed.
 //!
 //! Non-finite numbers (none are expected) become `null`, as JSON has no NaN.
@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 /// The REPORT.json / `inspect --json` document: n, d1, d2, theta, gamma, theta_se, gamma_se,
 /// covariance, solver, iterations, converged, grad_norm, neg_loglik (mean NLL), seconds — plus
-/// termination, starts, total_iterations, tol and the format/library version; and (issue 11)
+/// termination, starts, total_iterations, tol and the format/library version; and
 /// `intervals` ([`intervals_report`]), `diagnostics` ([`diagnostics_report`]) and the 95%
 /// intervals of the coefficients under the model's method: `theta_lower`, `theta_upper`,
 /// `gamma_lower`, `gamma_upper` (`theta_se` / `gamma_se` stay the paper's Wald SEs).
@@ -101,7 +101,7 @@ pub fn coefficient_name(d1: usize, c: usize) -> String {
     }
 }
 
-/// The annotator-heterogeneity diagnostic (issue 20): `{"clusters", "coefficients",
+/// The annotator-heterogeneity diagnostic: `{"clusters", "coefficients",
 /// "design_effects", "effective_clusters", "excess_z", "worst", "independent_coverage",
 /// "warning"}` — per coefficient (theta then gamma, named in `coefficients`) the CR1
 /// cluster-robust over the expected-information variance, its effective number of clusters

@@ -1,4 +1,4 @@
-//! `hetreward`: the command-line interface, a thin shell over the library (SPEC §5). It
+//! `hetreward`: the command-line interface, a thin shell over the library (docs/contract.md §5). It
 //! validates arguments, reads files, calls the library and prints tables or JSON; it computes
 //! nothing itself.
 //!
@@ -714,7 +714,7 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
     Ok(())
 }
 
-/// When `auto` fell back from the one-step to the exact cluster jackknife (issue 31), the
+/// When `auto` fell back from the one-step to the exact cluster jackknife, the
 /// annotator and the coefficient that made the one-step impossible.
 fn print_auto_fallback(
     data: &Dataset,
@@ -734,7 +734,7 @@ fn print_auto_fallback(
     Ok(())
 }
 
-/// The annotator-heterogeneity diagnostic of a fit whose data have cluster ids (issue 20),
+/// The annotator-heterogeneity diagnostic of a fit whose data have cluster ids,
 /// with its warning unless the model's intervals are already cluster-aware.
 fn print_heterogeneity(
     h: &hetreward::Result<Heterogeneity>,

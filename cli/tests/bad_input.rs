@@ -1,5 +1,5 @@
-//! The bad-input matrix of the command line (issue 7, SPEC §8): every subcommand and argument
-//! fed NULL-equivalents (missing files and flags), zero and mismatched dimensions, NaN/Inf,
+//! The bad-input matrix of the command line (docs/contract.md §8): every subcommand and
+//! argument fed NULL-equivalents (missing files and flags), zero and mismatched dimensions, NaN/Inf,
 //! labels not in {0,1}, psi0 all zero or in the span of psi, too few samples, alpha outside
 //! (0, 1), non-finite penalties, a model used with answers of the wrong d1, damaged files.
 //!

@@ -1,5 +1,5 @@
 //! Integration tests of the `hetreward` binary: every subcommand on files written here, a
-//! malformed file for every reader, exit codes, and the JSON field names of SPEC §5.
+//! malformed file for every reader, exit codes, and the JSON field names of docs/contract.md §5.
 //!
 //! Numbers printed by the CLI are checked against the library called directly on the same
 //! data: the CLI must only convert and report.

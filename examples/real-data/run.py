@@ -236,8 +236,8 @@ def main(argv=None):
     )
     (out / "results.json").write_text(json.dumps(results, indent=1, default=_json_default))
     (out / "report.md").write_text(report.render(results))
-    # The README's headline table, as the code produces it (on the full data it must be the
-    # README's: tests/test_real_data.py checks).
+    # The headline table of docs/examples.md, as the code produces it (on the full data it must
+    # be the page's: tests/test_real_data.py checks).
     (out / "headline.md").write_text("\n".join(report.headline(results)) + "\n")
     for m in (m_exp, m_clu, m_cal, m_homo, m_hh):
         m.close()

@@ -1,4 +1,4 @@
-//! `hetreward serve` (issue 30): an OpenAI-compatible gateway that answers `best_of` by
+//! `hetreward serve`: an OpenAI-compatible gateway that answers `best_of` by
 //! pessimistic Best-of-N in front of any OpenAI-compatible generation server (llama-server,
 //! vLLM, SGLang, a hosted API) and any `/v1/embeddings` server.
 //!

@@ -1,4 +1,4 @@
-//! The C side of the option enums (issues 12 and 19): each `hetreward_*` enum type and its
+//! The C side of the option enums: each `hetreward_*` enum type and its
 //! `HETREWARD_*` constants, tied to the library's one definition (the `coded_enum!` sets of
 //! [`crate::codes`]), and hetreward_option_name() / hetreward_option_at(), which name any code
 //! from that definition, so that the bindings build their name tables from the library.

@@ -1,4 +1,4 @@
-//! Interval methods in the C ABI (issue 11): the HETREWARD_INTERVALS_* codes of the fit params,
+//! Interval methods in the C ABI: the HETREWARD_INTERVALS_* codes of the fit params,
 //! the getter of a model's method and diagnostics, its warning, and the paper's Wald view of
 //! any model.
 

@@ -40,7 +40,7 @@ pub(crate) unsafe fn model_ref<'a>(ptr: *const hetreward_model) -> Result<&'a Re
     handle_ref(ptr, "model").map(|m| &m.inner)
 }
 
-/// How a model was fitted (SPEC §2), filled by hetreward_model_report().
+/// How a model was fitted (docs/contract.md §2), filled by hetreward_model_report().
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[allow(non_camel_case_types)]
@@ -375,7 +375,7 @@ pub extern "C" fn hetreward_model_compare(
     })
 }
 
-/// Picks the best of `n_candidates` answers to one prompt (SPEC §4): `phi` is
+/// Picks the best of `n_candidates` answers to one prompt (docs/contract.md §4): `phi` is
 /// n_candidates x d1 row-major `float`; `penalty` is optional (NULL = none) with one finite
 /// value per candidate (e.g. beta * KL); `policy` is HETREWARD_POLICY_BON (argmax reward -
 /// penalty) or HETREWARD_POLICY_PBON (argmax lower - penalty, lower = reward - q_{1-alpha/2}
@@ -478,7 +478,7 @@ pub extern "C" fn hetreward_model_rationality(
     })
 }
 
-/// Writes the model to a file (the versioned, checksummed model format, SPEC §6),
+/// Writes the model to a file (the versioned, checksummed model format, docs/contract.md §6),
 /// atomically: a temporary file next to `path`, created exclusively (a planted file or link of
 /// that name is never followed), is written, synced and renamed over `path`, so a crash never
 /// leaves a half-written model under `path`. An existing `path` must be a regular file: it is

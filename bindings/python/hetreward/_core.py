@@ -273,7 +273,7 @@ class Dataset(_Handle):
 
     @classmethod
     def load(cls, path) -> "Dataset":
-        """Reads a .csv or .safetensors training set (SPEC §6)."""
+        """Reads a .csv or .safetensors training set (docs/contract.md §6)."""
         return cls._loaded(lib.hetreward_dataset_load, path)
 
     @classmethod

@@ -1,4 +1,4 @@
-"""The binding gives exactly what the `hetreward` CLI gives for the same data (SPEC §5, §6):
+"""The binding gives exactly what the `hetreward` CLI gives for the same data (docs/contract.md §5, §6):
 fit report, inspect, score, compare and select JSON."""
 
 import json

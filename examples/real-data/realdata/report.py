@@ -374,8 +374,8 @@ def _embed_time(r):
 
 
 def headline(r):
-    """The README's real-data headline table (full data), rendered from results.json so that
-    the README states exactly what the code produces (tests/test_real_data.py checks it on a
+    """The real-data headline table of docs/examples.md (full data), rendered from results.json
+    so that the page states exactly what the code produces (tests/test_real_data.py checks it on a
     full run). Returns the Markdown lines."""
     mt, hh = r["mtbench"], r["hh"]
     rat, held, het = mt["rationality"], mt["held_out"], mt["heterogeneity"]

@@ -54,7 +54,7 @@ class ArrayShard:
 
 @dataclass(frozen=True)
 class SafetensorsShard:
-    """A shard in a .safetensors training file (tensors z, psi0, psi, y, cluster; SPEC §6),
+    """A shard in a .safetensors training file (tensors z, psi0, psi, y, cluster; docs/contract.md §6),
     read by the library on the worker (no Python copy)."""
 
     path: str
