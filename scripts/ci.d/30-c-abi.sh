@@ -7,13 +7,18 @@
 #      definite or indirect leaks;
 #   4. the C++ consumer (c-tests/consumer/) finds the package with find_package(hetreward
 #      CONFIG), builds against the shared and the static target, and runs; a C program built
-#      with nothing but pkg-config runs too.
+#      with nothing but pkg-config runs too;
+#   5. the docs: every relative link resolves and the README's C example compiles
+#      (scripts/check-docs.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for tool in cmake pkg-config valgrind cc c++; do
   command -v "$tool" >/dev/null || { echo "$tool not found (scripts/ci.d/00-system-packages.sh installs it)" >&2; exit 1; }
 done
 jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "--- docs: links and the README's C example"
+python3 scripts/check-docs.py
 
 echo "--- header freshness (include/hetreward.h vs cbindgen)"
 cargo test --release --lib ffi::tests::header_is_fresh
