@@ -74,6 +74,8 @@ mod linalg;
 pub mod model;
 pub mod parallel;
 pub mod profile;
+mod resample;
+mod rng;
 pub mod select;
 mod shard;
 pub mod sim;

@@ -784,11 +784,11 @@ pub(crate) fn calibrate(
         IntervalMethod::Auto => auto_pick_for(data),
         m => m,
     };
-    let settings = || draws::Settings::new(data, estimator, cancel);
+    let refits = || draws::Refits::new(crate::resample::Settings::new(data, estimator, cancel));
     // The parametric bootstraps' batches start at the estimate, where the preconditioner is
     // the inverse expected information: the model's own covariance when it is that one.
-    let seeded_settings = || {
-        let s = settings();
+    let seeded_refits = || {
+        let s = refits();
         match expected_gamma_cov {
             Some(gamma_cov) if s.batched() => {
                 match information_inverse(data, params, wald_factor, gamma_cov) {
@@ -829,8 +829,8 @@ pub(crate) fn calibrate(
                 params,
                 reps,
                 estimator.seed,
-                draws::Stream::Bootstrap,
-                &seeded_settings(),
+                crate::resample::Stream::Bootstrap,
+                &seeded_refits(),
             )?;
             Parts {
                 requested: options.method,
@@ -846,7 +846,7 @@ pub(crate) fn calibrate(
         }
         IntervalMethod::Resized => {
             let reps = options.reps.unwrap_or(DEFAULT_RESIZED_REPS);
-            let r = resized::run(data, params, reps, estimator.seed, &seeded_settings())?;
+            let r = resized::run(data, params, reps, estimator.seed, &seeded_refits())?;
             Parts {
                 requested: options.method,
                 method,

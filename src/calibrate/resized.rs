@@ -16,7 +16,8 @@
 //! Intervals (see `src/interval.rs`): `theta_hat . phi / alpha_hat +- q
 //! SD*(phi) / alpha_hat`, `gamma_hat . psi - bias . psi +- q SD*(psi)`.
 
-use super::draws::{column_means, parametric, Draws, Settings, Stream};
+use super::draws::{column_means, parametric, Refits};
+use crate::resample::{Draws, Stream};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::model::Params;
@@ -73,7 +74,7 @@ pub(crate) fn run(
     hat: &Params,
     reps: usize,
     seed: u64,
-    settings: &Settings,
+    refits: &Refits,
 ) -> Result<Resized> {
     let d1 = data.d1();
     let target = norm(&hat.theta);
@@ -92,7 +93,7 @@ pub(crate) fn run(
             SEARCH_REPS,
             seed,
             Stream::ShrinkSearch,
-            settings,
+            refits,
         )?;
         let ratio = target / mean_norm(&d, d1);
         if !ratio.is_finite() {
@@ -104,7 +105,7 @@ pub(crate) fn run(
         }
     }
     let truth = shrunk(hat, s);
-    let draws = parametric(data, &truth, &truth, reps, seed, Stream::Resized, settings)?;
+    let draws = parametric(data, &truth, &truth, reps, seed, Stream::Resized, refits)?;
     let mean_theta = column_means(&draws.theta, d1);
     let alpha_hat = mean_theta
         .iter()

@@ -2,7 +2,7 @@
 
 use super::clusters::Clusters;
 use super::identified::Obstacle;
-use crate::calibrate::draws::{draw_seed, warm_refit, Settings, Stream};
+use crate::resample::{draw_seed, warm_refit, Settings, Stream};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::fit::FitOptions;
@@ -10,8 +10,7 @@ use crate::likelihood::{cluster_score_sums, nll_and_gradient, observed_hessian};
 use crate::linalg::{first_bad_pivot, matmul, spd_inverse};
 use crate::model::Params;
 use nalgebra::{DMatrix, DVector};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::Rng;
 use rayon::prelude::*;
 use std::sync::atomic::AtomicBool;
 
@@ -198,7 +197,7 @@ pub fn pairs_bootstrap(
     let runs: Result<Vec<(Params, bool)>> = (0..reps)
         .into_par_iter()
         .map(|b| {
-            let mut rng = ChaCha8Rng::seed_from_u64(draw_seed(seed, Stream::ClusterBootstrap, b));
+            let mut rng = crate::rng::rng(draw_seed(seed, Stream::ClusterBootstrap, b));
             let rows: Vec<usize> = (0..g)
                 .flat_map(|_| clusters.rows(rng.random_range(0..g)).iter().copied())
                 .collect();
