@@ -121,11 +121,11 @@ pub mod internals {
     pub mod calibrate {
         pub use crate::interval::quantile_sorted;
     }
-    /// The cluster-aware draws and their intervals.
+    /// The cluster jackknives' draws.
     pub mod cluster {
-        pub use crate::cluster::draws::{jackknife, one_step_jackknife, pairs_bootstrap, sandwich};
-        pub use crate::cluster::{ClusterDraws, Clusters};
-        pub use crate::interval::{interval, Center, Df, Spread};
+        pub use crate::cluster::draws::{jackknife, one_step_jackknife};
+        pub use crate::cluster::Clusters;
+        pub use crate::resample::Draws;
     }
     /// The bounded file readers under `io::training` and `io::scoring`, and the tables built on them.
     pub mod io {

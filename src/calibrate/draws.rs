@@ -128,19 +128,8 @@ pub(crate) fn parametric(
     } else {
         sequential(data, &u, start, reps, seed, stream, settings)
     };
-    let (d1, d2) = (data.d1(), data.d2());
-    let mut out = Draws {
-        theta: Vec::with_capacity(reps * d1),
-        gamma: Vec::with_capacity(reps * d2),
-        diverged: 0,
-    };
-    for run in runs {
-        let (p, converged) = run?;
-        out.theta.extend(p.theta.iter().map(|&v| v as f32));
-        out.gamma.extend(p.gamma.iter().map(|&v| v as f32));
-        out.diverged += usize::from(!converged);
-    }
-    Ok(out)
+    let runs: Result<Vec<(Params, bool)>> = runs.into_iter().collect();
+    Ok(Draws::collect(runs?, data.d1(), data.d2()))
 }
 
 /// `reps` warm refits from `start` to the labels `draw(b)`, `b = 0..reps`, solved together

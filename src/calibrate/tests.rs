@@ -251,15 +251,17 @@ fn diagnostics_warn_where_wald_under_covers() {
     // the threshold).
     let with_diverged = |diverged: usize| {
         let cal = Calibration::from_parts(
-            IntervalMethod::Bootstrap,
-            IntervalMethod::Bootstrap,
-            20,
-            5,
-            diverged,
-            [1.0; 3],
-            vec![0.0; 2],
-            (0..20 * 3).map(|i| 0.5 + 0.01 * (i / 3) as f32).collect(),
-            (0..20 * 2).map(|i| 0.1 + 0.01 * (i / 2) as f32).collect(),
+            Parts {
+                requested: IntervalMethod::Bootstrap,
+                method: IntervalMethod::Bootstrap,
+                reps: 20,
+                seed: 5,
+                diverged,
+                figures: [1.0; 3],
+                gamma_bias: vec![0.0; 2],
+                theta_draws: (0..20 * 3).map(|i| 0.5 + 0.01 * (i / 3) as f32).collect(),
+                gamma_draws: (0..20 * 2).map(|i| 0.1 + 0.01 * (i / 2) as f32).collect(),
+            },
             3,
             2,
         )
@@ -294,15 +296,17 @@ fn varying(reps: usize, width: usize) -> Vec<f32> {
 fn stored_parts_are_checked() {
     let ok = |theta: Vec<f32>, gamma: Vec<f32>, bias: Vec<f64>, figures: [f64; 3]| {
         Calibration::from_parts(
-            IntervalMethod::Bootstrap,
-            IntervalMethod::Bootstrap,
-            10,
-            0,
-            0,
-            figures,
-            bias,
-            theta,
-            gamma,
+            Parts {
+                requested: IntervalMethod::Bootstrap,
+                method: IntervalMethod::Bootstrap,
+                reps: 10,
+                seed: 0,
+                diverged: 0,
+                figures,
+                gamma_bias: bias,
+                theta_draws: theta,
+                gamma_draws: gamma,
+            },
             2,
             1,
         )
@@ -328,15 +332,17 @@ fn stored_parts_are_checked() {
         "{e}"
     );
     let wald_with_draws = Calibration::from_parts(
-        IntervalMethod::Wald,
-        IntervalMethod::Wald,
-        1,
-        0,
-        0,
-        [1.0; 3],
-        vec![],
-        vec![0.0; 2],
-        vec![],
+        Parts {
+            requested: IntervalMethod::Wald,
+            method: IntervalMethod::Wald,
+            reps: 1,
+            seed: 0,
+            diverged: 0,
+            figures: [1.0; 3],
+            gamma_bias: vec![],
+            theta_draws: vec![0.0; 2],
+            gamma_draws: vec![],
+        },
         2,
         0,
     );
@@ -344,15 +350,17 @@ fn stored_parts_are_checked() {
     // Wald has one representation (the model file is canonical): no seed, no figures.
     let wald = |seed: u64, figures: [f64; 3]| {
         Calibration::from_parts(
-            IntervalMethod::Wald,
-            IntervalMethod::Wald,
-            0,
-            seed,
-            0,
-            figures,
-            vec![],
-            vec![],
-            vec![],
+            Parts {
+                requested: IntervalMethod::Wald,
+                method: IntervalMethod::Wald,
+                reps: 0,
+                seed,
+                diverged: 0,
+                figures,
+                gamma_bias: vec![],
+                theta_draws: vec![],
+                gamma_draws: vec![],
+            },
             2,
             0,
         )
@@ -361,15 +369,17 @@ fn stored_parts_are_checked() {
     assert!(wald(1, [1.0; 3]).is_err());
     assert!(wald(0, [1.0, 2.0, 1.0]).is_err());
     let auto_unresolved = Calibration::from_parts(
-        IntervalMethod::Auto,
-        IntervalMethod::Auto,
-        0,
-        0,
-        0,
-        [1.0; 3],
-        vec![],
-        vec![],
-        vec![],
+        Parts {
+            requested: IntervalMethod::Auto,
+            method: IntervalMethod::Auto,
+            reps: 0,
+            seed: 0,
+            diverged: 0,
+            figures: [1.0; 3],
+            gamma_bias: vec![],
+            theta_draws: vec![],
+            gamma_draws: vec![],
+        },
         2,
         0,
     );
@@ -385,15 +395,17 @@ fn each_method_holds_its_own_count_of_draws() {
     let (d1, d2) = (1, 1);
     let build = |method: IntervalMethod, reps: usize| {
         Calibration::from_parts(
-            method,
-            method,
-            reps,
-            0,
-            0,
-            [1.0; 3],
-            vec![0.0; d2],
-            varying(reps, d1),
-            varying(reps, d2),
+            Parts {
+                requested: method,
+                method,
+                reps,
+                seed: 0,
+                diverged: 0,
+                figures: [1.0; 3],
+                gamma_bias: vec![0.0; d2],
+                theta_draws: varying(reps, d1),
+                gamma_draws: varying(reps, d2),
+            },
             d1,
             d2,
         )
@@ -703,16 +715,7 @@ fn bootstrap_draws_replicate_the_estimator_on_the_valley_shoulder() {
         })
         .expect("a shoulder dataset with stuck warm refits among the first 100");
     let refits = draws::Refits::new(crate::resample::Settings::new(&data, &options, None));
-    let set = draws::parametric(
-        &data,
-        &est,
-        &est,
-        reps,
-        seed,
-        Stream::Bootstrap,
-        &refits,
-    )
-    .unwrap();
+    let set = draws::parametric(&data, &est, &est, reps, seed, Stream::Bootstrap, &refits).unwrap();
     let u = draws::logits(&data, &est);
     for (b, &(converged, _, best)) in runs.iter().enumerate() {
         if converged {
@@ -720,11 +723,11 @@ fn bootstrap_draws_replicate_the_estimator_on_the_valley_shoulder() {
         }
         let sample = data.with_labels(draws::labels(&u, seed, Stream::Bootstrap, b));
         let draw = Params {
-            theta: set.theta[b * 3..(b + 1) * 3]
+            theta: set.theta()[b * 3..(b + 1) * 3]
                 .iter()
                 .map(|&v| f64::from(v))
                 .collect(),
-            gamma: set.gamma[b * 2..(b + 1) * 2]
+            gamma: set.gamma()[b * 2..(b + 1) * 2]
                 .iter()
                 .map(|&v| f64::from(v))
                 .collect(),

@@ -50,8 +50,6 @@ pub(crate) enum Stream {
     ShrinkSearch,
     /// The resized bootstrap's final draws.
     Resized,
-    /// The cluster (pairs) bootstrap's resamples of clusters ([`crate::cluster`]).
-    ClusterBootstrap,
 }
 
 /// The seed of draw `b` of `stream`: splitmix64 of the three, so neighbouring seeds give
@@ -159,13 +157,116 @@ pub(crate) fn lower_optimum(
     ))
 }
 
-/// The refits' estimates, in draw order.
+/// Estimates of `(theta, gamma)` at the resamples, in draw order, in `f32` (as a model
+/// stores them): `B x d1` theta and `B x d2` gamma, row-major, and how many of the refits
+/// behind them did not converge. Built by the refits ([`Draws::collect`], [`Draws::push`]) or
+/// from stored values ([`Draws::new`], which checks their shape); what a calibration further
+/// asks of them (their count, finite values, spread) its method's constructor checks.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Draws {
-    /// `B x d1` row-major.
-    pub theta: Vec<f32>,
-    /// `B x d2` row-major.
-    pub gamma: Vec<f32>,
-    /// Refits that did not converge.
-    pub diverged: usize,
+#[doc(hidden)] // reached through `crate::internals` only
+pub struct Draws {
+    count: usize,
+    d1: usize,
+    d2: usize,
+    theta: Vec<f32>,
+    gamma: Vec<f32>,
+    diverged: usize,
+}
+
+impl Draws {
+    /// No draws yet, room for `count` of `d1` theta and `d2` gamma values each.
+    pub(crate) fn with_capacity(count: usize, d1: usize, d2: usize) -> Self {
+        Draws {
+            count: 0,
+            d1,
+            d2,
+            theta: Vec::with_capacity(count * d1),
+            gamma: Vec::with_capacity(count * d2),
+            diverged: 0,
+        }
+    }
+
+    /// Appends one draw (stored in `f32`), counted in [`Draws::diverged`] unless `converged`.
+    pub(crate) fn push(&mut self, theta: &[f64], gamma: &[f64], converged: bool) {
+        debug_assert_eq!((theta.len(), gamma.len()), (self.d1, self.d2));
+        self.theta.extend(theta.iter().map(|&v| v as f32));
+        self.gamma.extend(gamma.iter().map(|&v| v as f32));
+        self.diverged += usize::from(!converged);
+        self.count += 1;
+    }
+
+    /// The refits' estimates and whether each converged, in draw order.
+    pub fn collect(runs: impl IntoIterator<Item = (Params, bool)>, d1: usize, d2: usize) -> Self {
+        let runs = runs.into_iter();
+        let mut out = Draws::with_capacity(runs.size_hint().0, d1, d2);
+        for (p, converged) in runs {
+            out.push(&p.theta, &p.gamma, converged);
+        }
+        out
+    }
+
+    /// `count` stored draws: `theta` of `count x d1` and `gamma` of `count x d2` values,
+    /// `diverged` of them from refits that did not converge.
+    ///
+    /// Errors: the field and the rule ("`theta draws`: 5 values, not B x 3 = 2 x 3"), for a
+    /// model file's interval section.
+    pub(crate) fn new(
+        (count, d1, d2): (usize, usize, usize),
+        theta: Vec<f32>,
+        gamma: Vec<f32>,
+        diverged: usize,
+    ) -> std::result::Result<Self, String> {
+        if diverged > count {
+            return Err(format!(
+                "`diverged` = {diverged} counts more refits than B = {count}"
+            ));
+        }
+        for (field, draws, width) in [("theta draws", &theta, d1), ("gamma draws", &gamma, d2)] {
+            if count.checked_mul(width) != Some(draws.len()) {
+                return Err(format!(
+                    "`{field}`: {} values, not B x {width} = {count} x {width}",
+                    draws.len()
+                ));
+            }
+        }
+        Ok(Draws {
+            count,
+            d1,
+            d2,
+            theta,
+            gamma,
+            diverged,
+        })
+    }
+
+    /// Number of draws `B`.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+    /// True when there are no draws.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// `(d1, d2)`.
+    pub(crate) fn dims(&self) -> (usize, usize) {
+        (self.d1, self.d2)
+    }
+    /// The draws' theta, `B x d1` row-major.
+    pub(crate) fn theta(&self) -> &[f32] {
+        &self.theta
+    }
+    /// The draws' gamma, `B x d2` row-major.
+    pub(crate) fn gamma(&self) -> &[f32] {
+        &self.gamma
+    }
+    /// Refits that converged from neither the warm start nor the estimator's own starts.
+    pub fn diverged(&self) -> usize {
+        self.diverged
+    }
+    /// Draw `b`, theta then gamma, in `f64`.
+    pub fn row(&self, b: usize) -> Vec<f64> {
+        let theta = &self.theta[b * self.d1..(b + 1) * self.d1];
+        let gamma = &self.gamma[b * self.d2..(b + 1) * self.d2];
+        theta.iter().chain(gamma).map(|&v| f64::from(v)).collect()
+    }
 }
