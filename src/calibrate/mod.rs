@@ -1,4 +1,4 @@
-//! Calibrated confidence intervals (issue 11): the interval method of a model, chosen at fit
+//! Calibrated confidence intervals: the interval method of a model, chosen at fit
 //! time and stored in it.
 //!
 //! The paper's Wald intervals (`theta_hat . phi +- q se`, [`IntervalMethod::Wald`], the

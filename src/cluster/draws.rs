@@ -77,6 +77,20 @@ pub fn one_step_jackknife(
     Ok(deltas.map(|d| shifted(params, d)))
 }
 
+/// Why the one-step jackknife cannot run on the estimate `params` of `data` — the first
+/// annotator whose leave-one-out observed Hessian is not positive definite and the
+/// coefficient at its pivot, in plain words — or `None` when it can (or the data have no
+/// cluster ids). What the command-line program prints beside `auto`'s fallback to the exact
+/// jackknife (the model file records the fallback as `cluster-jackknife` with `requested =
+/// auto`; this names the annotator). `O(n p^2 + G p^3)`.
+pub fn one_step_obstacle(data: &Dataset, params: &crate::model::Params) -> Option<String> {
+    let clusters = Clusters::of(data).ok()?;
+    match one_step_jackknife(data, params, &clusters) {
+        Ok(Err(obstacle)) => Some(obstacle.describe(data.d1())),
+        _ => None,
+    }
+}
+
 /// The exact leave-one-cluster-out estimates (CV3): each refit of the data without cluster
 /// `g` warm-started at `params` (the full estimate), solved again by the estimator's own
 /// starts (`estimator`) when it does not converge, as the parametric bootstrap's refits.

@@ -34,11 +34,11 @@ mod heterogeneity;
 pub(crate) mod identified;
 
 pub use clusters::{Clusters, MAX_CLUSTERS, MIN_CLUSTERS};
+pub use draws::one_step_obstacle;
 pub(crate) use draws::{jackknife, one_step_jackknife};
 pub use heterogeneity::{
     heterogeneity, heterogeneity_of_fit, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING,
 };
-pub use identified::one_step_obstacle;
 
 #[cfg(test)]
 mod tests;

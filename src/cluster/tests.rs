@@ -466,7 +466,7 @@ fn jackknife_interval(hat: f64, v: &[f64], df: f64) -> crate::RewardInterval {
         .interval
 }
 
-/// Draws of a one-row design, for the type's shape checks.
+/// Stored draws are checked for their shape and diverged count.
 #[test]
 fn stored_draws_are_checked_for_shape() {
     assert!(Draws::new((2, 3, 1), vec![0.0; 6], vec![0.0; 2], 0).is_ok());
