@@ -213,16 +213,15 @@ fn interval(
 fn pairs_bootstrap(
     data: &Dataset,
     params: &Params,
-    clusters: &Clusters,
     reps: usize,
     seed: u64,
     options: &FitOptions,
 ) -> Option<Draws> {
-    let g = clusters.len();
     let ids = data.cluster()?;
     let mut order: Vec<i64> = ids.to_vec();
     order.sort_unstable();
     order.dedup();
+    let g = order.len();
     let rows_of =
         |c: usize| -> Vec<usize> { (0..data.n()).filter(|&i| ids[i] == order[c]).collect() };
     let members: Vec<Vec<usize>> = (0..g).map(rows_of).collect();
@@ -358,7 +357,6 @@ fn one_dataset(
         Some(pairs_bootstrap(
             &data,
             model.params(),
-            &clusters,
             reps,
             seed,
             &options,

@@ -444,6 +444,34 @@ pub(crate) fn check_features_result(arg: &str, row: usize, values: &[f64]) -> Re
     )
 }
 
+/// Satterthwaite's degrees of freedom of `sum_g w_g^2` (`w_g = v_g - v_bar`) when the `w_g`
+/// are independent normals of unequal variances, the variances estimated by `w_g^2` itself:
+/// `kurtosis (sum w^2)^2 / sum w^4` (`kurtosis` = 3 estimates each `sigma_g^4` by `w_g^4 / 3`;
+/// 1 is Kish's effective number of clusters), within `[1, G - 1]`. Small when a few clusters
+/// carry the functional (an expert flag held by few annotators).
+pub(crate) fn effective_df(projections: &[f64], kurtosis: f64) -> f64 {
+    let g = projections.len();
+    let top = g.saturating_sub(1).max(1) as f64;
+    let mean = projections.iter().sum::<f64>() / g.max(1) as f64;
+    let (s2, s4) = projections.iter().fold((0.0, 0.0), |(a, b), v| {
+        let w = (v - mean) * (v - mean);
+        (a + w, b + w * w)
+    });
+    if s4 <= 0.0 {
+        return top;
+    }
+    (kurtosis * s2 * s2 / s4).clamp(1.0, top)
+}
+
+/// The cluster jackknife's SE of a functional from its values `v_g` at the `G` draws:
+/// `sqrt((G-1)/G sum_g (v_g - v_bar)^2)`.
+fn jackknife_se(projections: &[f64]) -> f64 {
+    let gf = projections.len() as f64;
+    let mean = projections.iter().sum::<f64>() / gf.max(1.0);
+    let ss: f64 = projections.iter().map(|v| (v - mean) * (v - mean)).sum();
+    (ss * (gf - 1.0) / gf).max(0.0).sqrt()
+}
+
 #[cfg(test)]
 mod tests {
     use crate::calibrate::{Calibration, IntervalMethod, Parts};
@@ -637,32 +665,4 @@ mod tests {
         assert!(wald.coefficients(0.05).is_ok());
         assert!(wald.rationality_interval(1.0, &vec![2.0; d2], 0.05).is_ok());
     }
-}
-
-/// Satterthwaite's degrees of freedom of `sum_g w_g^2` (`w_g = v_g - v_bar`) when the `w_g`
-/// are independent normals of unequal variances, the variances estimated by `w_g^2` itself:
-/// `kurtosis (sum w^2)^2 / sum w^4` (`kurtosis` = 3 estimates each `sigma_g^4` by `w_g^4 / 3`;
-/// 1 is Kish's effective number of clusters), within `[1, G - 1]`. Small when a few clusters
-/// carry the functional (an expert flag held by few annotators).
-pub(crate) fn effective_df(projections: &[f64], kurtosis: f64) -> f64 {
-    let g = projections.len();
-    let top = g.saturating_sub(1).max(1) as f64;
-    let mean = projections.iter().sum::<f64>() / g.max(1) as f64;
-    let (s2, s4) = projections.iter().fold((0.0, 0.0), |(a, b), v| {
-        let w = (v - mean) * (v - mean);
-        (a + w, b + w * w)
-    });
-    if s4 <= 0.0 {
-        return top;
-    }
-    (kurtosis * s2 * s2 / s4).clamp(1.0, top)
-}
-
-/// The cluster jackknife's SE of a functional from its values `v_g` at the `G` draws:
-/// `sqrt((G-1)/G sum_g (v_g - v_bar)^2)`.
-fn jackknife_se(projections: &[f64]) -> f64 {
-    let gf = projections.len() as f64;
-    let mean = projections.iter().sum::<f64>() / gf.max(1.0);
-    let ss: f64 = projections.iter().map(|v| (v - mean) * (v - mean)).sum();
-    (ss * (gf - 1.0) / gf).max(0.0).sqrt()
 }

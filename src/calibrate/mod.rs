@@ -555,7 +555,7 @@ fn constant_column(draws: &[f32], width: usize, j: usize) -> bool {
     }
 }
 
-/// A model's interval method: the method asked for, the resolved [`Method`] with its own
+/// A model's interval method: the method asked for, the resolved method (`Method`) with its own
 /// draws and figures, and `c_hat`. Immutable; built by the pipeline
 /// ([`crate::estimator::Estimator::estimate`]) or from stored [`Parts`]
 /// ([`Calibration::from_parts`]).
