@@ -937,8 +937,8 @@ const ONE_STEP_REMEDY: &str =
     "use --intervals cluster-jackknife (exact refits) or auto, which falls back to it";
 
 /// The draws of a cluster method (`method`, resolved from `requested`), and whether the
-/// method that made them is the one-step jackknife. First the detector ([`crate::cluster::identified::carried_by_one`]): a
-/// coefficient whose covariate only one annotator's rows carry has no leave-one-out estimate,
+/// method that made them is the one-step jackknife. First the detector
+/// ([`crate::cluster::identified::carried_by_one`]): a coefficient whose covariate only one annotator's rows carry has no leave-one-out estimate,
 /// and every cluster method refuses, naming it and the annotator — the exact jackknife's
 /// fallback would otherwise report an interval narrower than the data support (issue 31).
 /// Then the one-step jackknife; when the Hessian without some annotator is not positive
