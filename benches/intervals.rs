@@ -18,7 +18,7 @@
 //!
 //! A measurement tool, not a test.
 
-use hetreward::calibrate::{Calibration, IntervalMethod, IntervalOptions};
+use hetreward::calibrate::{Calibration, IntervalMethod, IntervalOptions, Parts};
 use hetreward::covariance::CovarianceKind;
 use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{FitControl, FitOptions, FitReport, SolverKind, Termination};
@@ -154,20 +154,22 @@ fn synthetic_model(d1: usize, method: IntervalMethod, b: usize) -> RewardModel {
         })
         .collect();
     let cal = Calibration::from_parts(
-        method,
-        method,
-        b,
-        1,
-        0,
-        // Only the resized bootstrap estimates an inflation; the others store 1.
-        if method == IntervalMethod::Resized {
-            [1.0, 1.05, 1.0]
-        } else {
-            [1.0; 3]
+        Parts {
+            requested: method,
+            method,
+            reps: b,
+            seed: 1,
+            diverged: 0,
+            // Only the resized bootstrap estimates an inflation; the others store 1.
+            figures: if method == IntervalMethod::Resized {
+                [1.0, 1.05, 1.0]
+            } else {
+                [1.0; 3]
+            },
+            gamma_bias: vec![],
+            theta_draws: draws,
+            gamma_draws: vec![],
         },
-        vec![],
-        draws,
-        vec![],
         d1,
         0,
     )

@@ -28,7 +28,7 @@
 //! every prompt (checked; numpy's f32 GEMM is reported, not checked). A measurement tool, not
 //! a test.
 
-use hetreward::calibrate::{Calibration, IntervalMethod};
+use hetreward::calibrate::{Calibration, IntervalMethod, Parts};
 use hetreward::covariance::CovarianceKind;
 use hetreward::fit::{FitControl, FitOptions};
 use hetreward::internals::ffi::{
@@ -160,16 +160,18 @@ fn main() {
         .map(|(j, i)| (wald.theta()[i] + lz[(i, j)]) as f32)
         .collect();
     let cal = Calibration::from_parts(
-        IntervalMethod::Bootstrap,
-        IntervalMethod::Bootstrap,
-        b,
-        1,
-        0,
-        [1.0; 3],
-        vec![0.0; d2],
-        theta_draws.clone(),
-        // Every stored coefficient's draws vary (a reader refuses draws all equal).
-        (0..b * d2).map(|i| 0.01 * ((i / d2) % 2) as f32).collect(),
+        Parts {
+            requested: IntervalMethod::Bootstrap,
+            method: IntervalMethod::Bootstrap,
+            reps: b,
+            seed: 1,
+            diverged: 0,
+            figures: [1.0; 3],
+            gamma_bias: vec![0.0; d2],
+            theta_draws: theta_draws.clone(),
+            // Every stored coefficient's draws vary (a reader refuses draws all equal).
+            gamma_draws: (0..b * d2).map(|i| 0.01 * ((i / d2) % 2) as f32).collect(),
+        },
         d1,
         d2,
     )

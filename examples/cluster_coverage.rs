@@ -7,7 +7,8 @@
 //! * `wald`: the paper's Wald interval (expected information);
 //! * `bootstrap`: the product's parametric percentile bootstrap (B = `B`, default 400), which
 //!   redraws labels independently;
-//! * `cr0`, `cr1-t`: the cluster-robust sandwich, normal (CR0) / CR1 with t(G-1);
+//! * `cr0`, `cr1-t`: the cluster-robust sandwich (the model's `cluster` covariance), normal
+//!   (CR0) / CR1 with t(G-1);
 //! * `cv3-t`, `cv3-eff`, `cv3-bc`: the exact leave-one-cluster-out jackknife (warm refits) with
 //!   t(G-1), with t(effective df), and centred at the bias-corrected estimate;
 //! * `os-t`, `os-eff`: the one-step jackknife `b + (H - H_g)^-1 s_g` with t(G-1) / effective df;
@@ -40,17 +41,18 @@
 
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
 use hetreward::covariance::CovarianceKind;
+use hetreward::data::Dataset;
 use hetreward::estimator::EstimatorOptions;
+use hetreward::fit::Init;
 use hetreward::fit::{fit, FitControl, FitOptions};
 use hetreward::fitted::RewardInterval;
 use hetreward::internals::calibrate::quantile_sorted;
-use hetreward::internals::cluster::{
-    interval, jackknife, one_step_jackknife, pairs_bootstrap, sandwich, Center, ClusterDraws,
-    Clusters, Df, Spread,
-};
+use hetreward::internals::cluster::{jackknife, one_step_jackknife, Clusters, Draws};
 use hetreward::sim::{annotator_effects, ANNOTATOR_GAMMA, ANNOTATOR_THETA};
 use hetreward::{Params, RewardModel};
+use rand::Rng;
 use rayon::prelude::*;
+use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::fmt::Write;
 
 const ALPHA: f64 = 0.05;
@@ -120,6 +122,148 @@ fn limit(tau: f64) -> Params {
         .params
 }
 
+/// Where an interval is centred.
+#[derive(Clone, Copy)]
+enum Center {
+    /// At the estimate.
+    Estimate,
+    /// At the jackknife's bias-corrected estimate `G hat - (G-1) v_bar` (Quenouille).
+    BiasCorrected,
+}
+
+/// The degrees of freedom of the t quantile.
+#[derive(Clone, Copy)]
+enum Df {
+    /// Fixed, e.g. `G - 1`.
+    Fixed(f64),
+    /// The functional's effective number of clusters with this kurtosis factor (Satterthwaite:
+    /// `k (sum w^2)^2 / sum w^4`, `w_g = v_g - v_bar`), within `[1, G - 1]`.
+    Effective(f64),
+}
+
+/// How the spread of the draws becomes a variance.
+#[derive(Clone, Copy)]
+enum Spread {
+    /// Jackknife: `(G-1)/G sum_g (v_g - v_bar)^2`.
+    Jackknife,
+    /// Bootstrap: the draws' sample variance.
+    Bootstrap,
+}
+
+/// The `t_{df, 1 - ALPHA/2}` quantile (the normal's for `df = inf`).
+fn t_quantile(df: f64) -> f64 {
+    if df.is_finite() {
+        StudentsT::new(0.0, 1.0, df)
+            .expect("df > 0")
+            .inverse_cdf(1.0 - ALPHA / 2.0)
+    } else {
+        statrs::distribution::Normal::standard().inverse_cdf(1.0 - ALPHA / 2.0)
+    }
+}
+
+/// `center +- t_df se`.
+fn symmetric(center: f64, se: f64, df: f64) -> RewardInterval {
+    let q = t_quantile(df);
+    RewardInterval {
+        reward: center,
+        se,
+        lower: center - q * se,
+        upper: center + q * se,
+    }
+}
+
+/// The 95% interval `center +- t_df se` of a functional with estimate `hat` and values
+/// `projections` at the draws.
+fn interval(
+    hat: f64,
+    projections: &[f64],
+    spread: Spread,
+    center: Center,
+    df: Df,
+) -> RewardInterval {
+    let gf = projections.len() as f64;
+    let mean = projections.iter().sum::<f64>() / gf.max(1.0);
+    let ss: f64 = projections.iter().map(|v| (v - mean) * (v - mean)).sum();
+    let var = match spread {
+        Spread::Jackknife => ss * (gf - 1.0) / gf,
+        Spread::Bootstrap => ss / (gf - 1.0).max(1.0),
+    };
+    let reward = match center {
+        Center::Estimate => hat,
+        Center::BiasCorrected => gf * hat - (gf - 1.0) * mean,
+    };
+    let dof = match df {
+        Df::Fixed(d) => d,
+        Df::Effective(k) => {
+            let top = (gf - 1.0).max(1.0);
+            let s4: f64 = projections.iter().map(|v| (v - mean).powi(4)).sum();
+            if s4 <= 0.0 {
+                top
+            } else {
+                (k * ss * ss / s4).clamp(1.0, top)
+            }
+        }
+    };
+    symmetric(reward, var.max(0.0).sqrt(), dof)
+}
+
+/// `reps` cluster (pairs) bootstrap estimates: `G` clusters drawn with replacement (resample
+/// `b` from its own seeded stream), their rows refitted warm-started at `params`. `None` when
+/// a resample cannot be fitted.
+fn pairs_bootstrap(
+    data: &Dataset,
+    params: &Params,
+    reps: usize,
+    seed: u64,
+    options: &FitOptions,
+) -> Option<Draws> {
+    let ids = data.cluster()?;
+    let mut order: Vec<i64> = ids.to_vec();
+    order.sort_unstable();
+    order.dedup();
+    let g = order.len();
+    let rows_of =
+        |c: usize| -> Vec<usize> { (0..data.n()).filter(|&i| ids[i] == order[c]).collect() };
+    let members: Vec<Vec<usize>> = (0..g).map(rows_of).collect();
+    let (d1, d2) = (data.d1(), data.d2());
+    let fits: Vec<Option<(Params, bool)>> = (0..reps)
+        .into_par_iter()
+        .map(|b| {
+            let mut rng =
+                hetreward::sim::rng(seed ^ (b as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let rows: Vec<usize> = (0..g)
+                .flat_map(|_| members[rng.random_range(0..g)].iter().copied())
+                .collect();
+            let pick = |v: &[f64], w: usize| -> Vec<f64> {
+                rows.iter()
+                    .flat_map(|&i| v[i * w..(i + 1) * w].iter().copied())
+                    .collect()
+            };
+            let sample = Dataset::new(
+                d1,
+                d2,
+                pick(data.z(), d1),
+                pick(data.psi0(), 1),
+                pick(data.psi(), d2),
+                pick(data.y(), 1),
+                Some(rows.iter().map(|&i| ids[i]).collect()),
+            )
+            .ok()?;
+            let warm = FitOptions {
+                init: Init::Explicit(params.clone()),
+                ..options.clone()
+            };
+            let fit = fit(&sample, &warm, &FitControl::default()).ok()?;
+            Some((fit.params, fit.report.converged))
+        })
+        .collect();
+    let mut draws = Vec::with_capacity(reps);
+    for f in fits {
+        draws.push(f?);
+    }
+    Some(Draws::collect(draws, d1, d2))
+}
+
 /// Per method (in `methods` order), per class: hits, count, summed length.
 type Tally = Vec<[(usize, usize, f64); 4]>;
 
@@ -172,7 +316,15 @@ fn one_dataset(
     } else {
         None
     };
-    let sw = sandwich(&data, model.params(), &clusters).ok()?;
+    // The sandwich (CR0): the model's `cluster` covariance, the spread of the draws
+    // `b + H^-1 s_g`.
+    let sw = RewardModel::estimate(
+        &data,
+        &options,
+        CovarianceKind::Cluster,
+        &FitControl::default(),
+    )
+    .ok()?;
     // FALLBACK=1 (issue 31): only the datasets where the one-step jackknife is impossible and
     // every coefficient is carried by at least 2 annotators: `auto`'s fallback candidates.
     if std::env::var("FALLBACK").is_ok_and(|v| v == "1") {
@@ -202,7 +354,13 @@ fn one_dataset(
     };
     let pb = if want("pairs-pct") || want("pairs-sd-t") {
         let reps = env("CB", 199);
-        Some(pairs_bootstrap(&data, model.params(), &clusters, reps, seed, &options, None).ok()?)
+        Some(pairs_bootstrap(
+            &data,
+            model.params(),
+            reps,
+            seed,
+            &options,
+        )?)
     } else {
         None
     };
@@ -219,27 +377,18 @@ fn one_dataset(
                 None => mdl.reward_interval(&a[..6], ALPHA),
             }
         };
-        let proj = |d: &ClusterDraws| d.projections(&a);
+        let proj = |d: &Draws| -> Vec<f64> {
+            (0..d.len())
+                .map(|g| d.row(g).iter().zip(&a).map(|(x, y)| x * y).sum())
+                .collect()
+        };
+        let sandwich_se = product(&sw).se;
         for (mi, &name) in methods.iter().enumerate() {
             let ci = match name {
                 "wald" => product(&wald),
                 "bootstrap" => product(boot.as_ref()?),
-                "cr0" => interval(
-                    hat,
-                    &proj(&sw),
-                    Spread::Sandwich(1.0),
-                    Center::Estimate,
-                    Df::Fixed(f64::INFINITY),
-                    ALPHA,
-                ),
-                "cr1-t" => interval(
-                    hat,
-                    &proj(&sw),
-                    Spread::Sandwich(cr1),
-                    Center::Estimate,
-                    Df::Fixed(gm1),
-                    ALPHA,
-                ),
+                "cr0" => symmetric(hat, sandwich_se, f64::INFINITY),
+                "cr1-t" => symmetric(hat, sandwich_se * cr1.sqrt(), gm1),
                 "os-t" | "os-eff" | "cv3-t" | "cv3-eff" | "cv3-bc" | "cv3-bc-eff" => {
                     let d = if name.starts_with("os") { &os } else { &jk };
                     let df = if name.ends_with("eff") {
@@ -252,14 +401,7 @@ fn one_dataset(
                     } else {
                         Center::Estimate
                     };
-                    interval(
-                        hat,
-                        &proj(d.as_ref()?),
-                        Spread::Jackknife,
-                        center,
-                        df,
-                        ALPHA,
-                    )
+                    interval(hat, &proj(d.as_ref()?), Spread::Jackknife, center, df)
                 }
                 "pairs-sd-t" => interval(
                     hat,
@@ -267,7 +409,6 @@ fn one_dataset(
                     Spread::Bootstrap,
                     Center::Estimate,
                     Df::Fixed(gm1),
-                    ALPHA,
                 ),
                 "pairs-pct" => {
                     let mut v = proj(pb.as_ref()?);

@@ -208,10 +208,9 @@ impl RewardModel {
     ///
     /// Errors: [`Error::DimensionMismatch`] when the draws do not have the model's d1 / d2.
     pub fn with_calibration(mut self, calibration: Calibration) -> Result<Self> {
-        let b = calibration.reps();
-        if calibration.theta_draws().len() != b * self.d1()
-            || calibration.gamma_draws().len() != b * self.d2()
-            || (calibration.rule().uses_draws() && calibration.gamma_bias().len() != self.d2())
+        if calibration
+            .dims()
+            .is_some_and(|dims| dims != (self.d1(), self.d2()))
         {
             return Err(Error::dims(
                 "calibration",

@@ -10,9 +10,9 @@
 //! [`crate::calibrate::Calibration::rule`], until it is given an interval, a p-value and a
 //! pruning bound. `estimate +- q se` is built in one place ([`RewardInterval::symmetric`]).
 //!
-//! A leaf: it imports the error type and the normal and t distributions. The cluster-aware
-//! methods' interval of a functional from its values at the cluster draws ([`interval`]) is
-//! here too, as the jackknife rule is built on it.
+//! A leaf: it imports the error type and the normal and t distributions. The effective number
+//! of clusters of a functional (`effective_df`, which the heterogeneity diagnostic reports) is
+//! here too, beside the jackknife's spread.
 
 use crate::error::{Error, Result};
 use crate::stats::{critical_value, t_critical_value, t_two_sided_p_value, two_sided_p_value};
@@ -214,14 +214,8 @@ impl Rule {
                 }
             }
             Rule::Jackknife { df } => {
-                let interval = interval(
-                    f.estimate,
-                    &(f.draws)(),
-                    Spread::Jackknife,
-                    Center::Estimate,
-                    Df::Fixed(df),
-                    alpha,
-                );
+                let se = jackknife_se(&(f.draws)());
+                let interval = RewardInterval::symmetric(f.estimate, se, self.quantile(alpha));
                 Estimate {
                     interval,
                     p_value: zero_aware_p_value(&interval, |t| t_two_sided_p_value(t, df)),
@@ -450,9 +444,37 @@ pub(crate) fn check_features_result(arg: &str, row: usize, values: &[f64]) -> Re
     )
 }
 
+/// Satterthwaite's degrees of freedom of `sum_g w_g^2` (`w_g = v_g - v_bar`) when the `w_g`
+/// are independent normals of unequal variances, the variances estimated by `w_g^2` itself:
+/// `kurtosis (sum w^2)^2 / sum w^4` (`kurtosis` = 3 estimates each `sigma_g^4` by `w_g^4 / 3`;
+/// 1 is Kish's effective number of clusters), within `[1, G - 1]`. Small when a few clusters
+/// carry the functional (an expert flag held by few annotators).
+pub(crate) fn effective_df(projections: &[f64], kurtosis: f64) -> f64 {
+    let g = projections.len();
+    let top = g.saturating_sub(1).max(1) as f64;
+    let mean = projections.iter().sum::<f64>() / g.max(1) as f64;
+    let (s2, s4) = projections.iter().fold((0.0, 0.0), |(a, b), v| {
+        let w = (v - mean) * (v - mean);
+        (a + w, b + w * w)
+    });
+    if s4 <= 0.0 {
+        return top;
+    }
+    (kurtosis * s2 * s2 / s4).clamp(1.0, top)
+}
+
+/// The cluster jackknife's SE of a functional from its values `v_g` at the `G` draws:
+/// `sqrt((G-1)/G sum_g (v_g - v_bar)^2)`.
+fn jackknife_se(projections: &[f64]) -> f64 {
+    let gf = projections.len() as f64;
+    let mean = projections.iter().sum::<f64>() / gf.max(1.0);
+    let ss: f64 = projections.iter().map(|v| (v - mean) * (v - mean)).sum();
+    (ss * (gf - 1.0) / gf).max(0.0).sqrt()
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::calibrate::{Calibration, IntervalMethod};
+    use crate::calibrate::{Calibration, IntervalMethod, Parts};
     use crate::select::{compare, select, select_best, DiffMethod, Policy};
 
     /// Selection gives the sorted quantile exactly, ties, signed zeros and ends included.
@@ -588,15 +610,17 @@ mod tests {
         let (d1, d2) = (model.d1(), model.d2());
         let c = model.calibration();
         let extreme = Calibration::from_parts(
-            c.requested(),
-            c.method(),
-            c.reps(),
-            c.seed(),
-            c.diverged(),
-            [c.shrink(), 1e-310, c.c_hat()],
-            vec![1e308; d2],
-            c.theta_draws().to_vec(),
-            c.gamma_draws().to_vec(),
+            Parts {
+                requested: c.requested(),
+                method: c.method(),
+                reps: c.reps(),
+                seed: c.seed(),
+                diverged: c.diverged(),
+                figures: [c.shrink(), 1e-310, c.c_hat()],
+                gamma_bias: vec![1e308; d2],
+                theta_draws: c.theta_draws().to_vec(),
+                gamma_draws: c.gamma_draws().to_vec(),
+            },
             d1,
             d2,
         )
@@ -640,95 +664,5 @@ mod tests {
         assert!(compare(&wald, &phi, &other, 0.05, DiffMethod::Exact).is_ok());
         assert!(wald.coefficients(0.05).is_ok());
         assert!(wald.rationality_interval(1.0, &vec![2.0; d2], 0.05).is_ok());
-    }
-}
-
-// The interval of a linear functional from its values at the cluster draws (the cluster-aware
-// methods: jackknife, sandwich and bootstrap draws).
-
-/// Where the interval is centred.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Center {
-    /// At the estimate.
-    Estimate,
-    /// At the jackknife's bias-corrected estimate `G hat - (G-1) v_bar` (Quenouille).
-    BiasCorrected,
-}
-
-/// The degrees of freedom of the t quantile.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Df {
-    /// Fixed, e.g. `G - 1` with `G` the number of clusters.
-    Fixed(f64),
-    /// The functional's effective number of clusters (`effective_df`) with this kurtosis
-    /// factor, at most `G - 1`.
-    Effective(f64),
-}
-
-/// How the spread of the draws becomes a variance.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Spread {
-    /// Jackknife: `(G-1)/G sum_g (v_g - v_bar)^2`.
-    Jackknife,
-    /// Sandwich draws (the cluster module's `sandwich`): `c sum_g (v_g - v_bar)^2` with `c` the small-sample
-    /// factor (1 for CR0, `G/(G-1) (n-1)/(n-p)` for CR1).
-    Sandwich(f64),
-    /// Bootstrap: the draws' sample variance.
-    Bootstrap,
-}
-
-/// Satterthwaite's degrees of freedom of `sum_g w_g^2` (`w_g = v_g - v_bar`) when the `w_g`
-/// are independent normals of unequal variances, the variances estimated by `w_g^2` itself:
-/// `kurtosis (sum w^2)^2 / sum w^4` (`kurtosis` = 3 estimates each `sigma_g^4` by `w_g^4 / 3`;
-/// 1 is Kish's effective number of clusters), within `[1, G - 1]`. Small when a few clusters
-/// carry the functional (an expert flag held by few annotators).
-pub(crate) fn effective_df(projections: &[f64], kurtosis: f64) -> f64 {
-    let g = projections.len();
-    let top = g.saturating_sub(1).max(1) as f64;
-    let mean = projections.iter().sum::<f64>() / g.max(1) as f64;
-    let (s2, s4) = projections.iter().fold((0.0, 0.0), |(a, b), v| {
-        let w = (v - mean) * (v - mean);
-        (a + w, b + w * w)
-    });
-    if s4 <= 0.0 {
-        return top;
-    }
-    (kurtosis * s2 * s2 / s4).clamp(1.0, top)
-}
-
-/// The `(1 - alpha)` interval `center +- t_df se` of a functional with estimate `hat` and
-/// values `projections` at the draws.
-pub fn interval(
-    hat: f64,
-    projections: &[f64],
-    spread: Spread,
-    center: Center,
-    df: Df,
-    alpha: f64,
-) -> RewardInterval {
-    let g = projections.len();
-    let gf = g as f64;
-    let mean = projections.iter().sum::<f64>() / gf.max(1.0);
-    let ss: f64 = projections.iter().map(|v| (v - mean) * (v - mean)).sum();
-    let var = match spread {
-        Spread::Jackknife => ss * (gf - 1.0) / gf,
-        Spread::Sandwich(c) => ss * c,
-        Spread::Bootstrap => ss / (gf - 1.0).max(1.0),
-    };
-    let se = var.max(0.0).sqrt();
-    let reward = match center {
-        Center::Estimate => hat,
-        Center::BiasCorrected => gf * hat - (gf - 1.0) * mean,
-    };
-    let dof = match df {
-        Df::Fixed(d) => d,
-        Df::Effective(k) => effective_df(projections, k),
-    };
-    let q = t_critical_value(alpha, dof);
-    RewardInterval {
-        reward,
-        se,
-        lower: reward - q * se,
-        upper: reward + q * se,
     }
 }

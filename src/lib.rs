@@ -83,6 +83,8 @@ mod linalg;
 pub mod model;
 pub mod parallel;
 pub mod profile;
+mod resample;
+mod rng;
 pub mod select;
 mod shard;
 pub mod sim;
@@ -128,11 +130,11 @@ pub mod internals {
     pub mod calibrate {
         pub use crate::interval::quantile_sorted;
     }
-    /// The cluster-aware draws and their intervals.
+    /// The cluster jackknives' draws.
     pub mod cluster {
-        pub use crate::cluster::draws::{jackknife, one_step_jackknife, pairs_bootstrap, sandwich};
-        pub use crate::cluster::{ClusterDraws, Clusters};
-        pub use crate::interval::{interval, Center, Df, Spread};
+        pub use crate::cluster::draws::{jackknife, one_step_jackknife};
+        pub use crate::cluster::Clusters;
+        pub use crate::resample::Draws;
     }
     /// The bounded file readers under `io::training` and `io::scoring`, and the tables built on them.
     pub mod io {

@@ -526,7 +526,7 @@ mod tests {
         shift: f64,
         seed: u64,
     ) -> RewardModel {
-        use crate::calibrate::Calibration;
+        use crate::calibrate::{Calibration, Parts};
         let mut next = uniform(seed);
         let mut normal =
             move || (-2.0 * (next() + 1e-300).ln()).sqrt() * (std::f64::consts::TAU * next()).cos();
@@ -549,16 +549,18 @@ mod tests {
         )
         .unwrap();
         let cal = Calibration::from_parts(
-            IntervalMethod::Bootstrap,
-            IntervalMethod::Bootstrap,
-            reps,
-            1,
-            0,
-            [1.0; 3],
-            vec![0.0],
-            draws,
-            // Gamma's draws vary, as every stored coefficient's must (`Parts::check`).
-            (0..reps).map(|b| 0.01 * (b % 2) as f32).collect(),
+            Parts {
+                requested: IntervalMethod::Bootstrap,
+                method: IntervalMethod::Bootstrap,
+                reps,
+                seed: 1,
+                diverged: 0,
+                figures: [1.0; 3],
+                gamma_bias: vec![0.0],
+                theta_draws: draws,
+                // Gamma's draws vary, as every stored coefficient's must.
+                gamma_draws: (0..reps).map(|b| 0.01 * (b % 2) as f32).collect(),
+            },
             d1,
             1,
         )

@@ -10,8 +10,7 @@
 
 use crate::data::Dataset;
 use crate::model::{dot, sigmoid};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::Rng;
 use rand_distr::StandardNormal;
 
 /// True reward parameter of the paper's simulation.
@@ -43,10 +42,7 @@ pub fn paper_phi(s: f64, a: f64) -> [f64; 3] {
     [s * s * a, a * a * s, a * s]
 }
 
-/// A seeded random stream that is identical on every platform.
-pub fn rng(seed: u64) -> ChaCha8Rng {
-    ChaCha8Rng::seed_from_u64(seed)
-}
+pub use crate::rng::rng;
 
 /// One dataset of the paper's simulation with `n` comparisons (labels drawn from the model with
 /// the true parameters). Deterministic for a seed.

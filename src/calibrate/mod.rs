@@ -1,4 +1,4 @@
-//! Calibrated confidence intervals (issue 11): the interval method of a model, chosen at fit
+//! Calibrated confidence intervals: the interval method of a model, chosen at fit
 //! time and stored in it.
 //!
 //! The paper's Wald intervals (`theta_hat . phi +- q se`, [`IntervalMethod::Wald`], the
@@ -38,6 +38,7 @@ pub(crate) use crate::interval::sample_sd;
 use crate::interval::Rule;
 use crate::linalg::{dot_f32, PackedLower};
 use crate::model::Params;
+use crate::resample::Draws;
 use batched::Preconditioner;
 use nalgebra::DMatrix;
 use std::sync::atomic::AtomicBool;
@@ -250,202 +251,297 @@ pub(crate) fn check_draw_count(
     })
 }
 
-/// The parts of a calibration — as a fit computes them or a model file stores them — before
-/// [`Parts::build`] has checked them by the one rule.
+/// A calibration's resolved interval method, each variant with its own figures only, built
+/// by its checked constructor ([`Method::percentile`], [`Method::resized`],
+/// [`Method::jackknife`]) by the fit and the model-file reader alike.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Parts {
+pub(crate) enum Method {
+    /// The paper's Wald intervals: nothing stored.
+    Wald,
+    /// The parametric bootstrap's percentile intervals.
+    Percentile {
+        /// `B` refits, [`MIN_REPS`]..=[`MAX_REPS`].
+        draws: Draws,
+        /// Seed of the label draws.
+        seed: u64,
+    },
+    /// The adaptively resized bootstrap.
+    Resized {
+        /// `B` refits from `(s theta_hat, gamma_hat)`.
+        draws: Draws,
+        /// Seed of the label draws.
+        seed: u64,
+        /// The shrink `s`, in [`resized::MIN_SHRINK`]..=[`resized::MAX_SHRINK`].
+        shrink: f64,
+        /// The inflation `alpha_hat` (positive).
+        alpha_hat: f64,
+        /// `mean gamma* - gamma_hat` (`d2`, finite).
+        gamma_bias: Vec<f64>,
+    },
+    /// The cluster jackknives: one draw per cluster.
+    Jackknife {
+        /// `G` leave-one-cluster-out estimates.
+        draws: Draws,
+        /// True for the one-step estimates (`cluster-onestep`), false for the exact refits.
+        one_step: bool,
+    },
+}
+
+impl Method {
+    /// The percentile bootstrap of `draws` (labels drawn from `seed`).
+    ///
+    /// Errors: as [`check_draws`].
+    pub(crate) fn percentile(draws: Draws, seed: u64) -> std::result::Result<Self, String> {
+        check_draws(IntervalMethod::Bootstrap, &draws)?;
+        Ok(Method::Percentile { draws, seed })
+    }
+
+    /// The resized bootstrap of `draws` with its shrink, inflation and bias of gamma
+    /// ([`resized::Resized`] as the search found it).
+    ///
+    /// Errors: as [`check_draws`]; an inflation that is not positive and finite, a shrink
+    /// outside the search's range, a bias of gamma that is not `d2` finite values.
+    pub(crate) fn resized(r: resized::Resized, seed: u64) -> std::result::Result<Self, String> {
+        use resized::{MAX_SHRINK, MIN_SHRINK};
+        let resized::Resized {
+            shrink,
+            alpha_hat,
+            gamma_bias,
+            draws,
+        } = r;
+        check_draws(IntervalMethod::Resized, &draws)?;
+        if !(alpha_hat.is_finite() && alpha_hat > 0.0) {
+            return Err(format!(
+                "`alpha_hat` = {alpha_hat}: the inflation is positive and finite"
+            ));
+        }
+        if !(MIN_SHRINK..=MAX_SHRINK).contains(&shrink) {
+            return Err(format!(
+                "`shrink` = {shrink}: the resized bootstrap's shrink lies in [{MIN_SHRINK}, \
+                 {MAX_SHRINK}]"
+            ));
+        }
+        let d2 = draws.dims().1;
+        if gamma_bias.len() != d2 {
+            return Err(format!(
+                "`gamma_bias`: {} values, not d2 = {d2}",
+                gamma_bias.len()
+            ));
+        }
+        if let Some(k) = gamma_bias.iter().position(|v| !v.is_finite()) {
+            return Err(format!("`gamma_bias`[{k}] = {}: not finite", gamma_bias[k]));
+        }
+        Ok(Method::Resized {
+            draws,
+            seed,
+            shrink,
+            alpha_hat,
+            gamma_bias,
+        })
+    }
+
+    /// The cluster jackknife of `draws` (one per cluster), one-step or exact.
+    ///
+    /// Errors: as [`check_draws`].
+    pub(crate) fn jackknife(draws: Draws, one_step: bool) -> std::result::Result<Self, String> {
+        let kind = if one_step {
+            IntervalMethod::ClusterOneStep
+        } else {
+            IntervalMethod::ClusterJackknife
+        };
+        check_draws(kind, &draws)?;
+        Ok(Method::Jackknife { draws, one_step })
+    }
+
+    /// The [`IntervalMethod`] this is (never `Auto`).
+    pub(crate) fn kind(&self) -> IntervalMethod {
+        match self {
+            Method::Wald => IntervalMethod::Wald,
+            Method::Percentile { .. } => IntervalMethod::Bootstrap,
+            Method::Resized { .. } => IntervalMethod::Resized,
+            Method::Jackknife { one_step: true, .. } => IntervalMethod::ClusterOneStep,
+            Method::Jackknife {
+                one_step: false, ..
+            } => IntervalMethod::ClusterJackknife,
+        }
+    }
+
+    /// The draws, if the method has any.
+    pub(crate) fn draws(&self) -> Option<&Draws> {
+        match self {
+            Method::Wald => None,
+            Method::Percentile { draws, .. }
+            | Method::Resized { draws, .. }
+            | Method::Jackknife { draws, .. } => Some(draws),
+        }
+    }
+}
+
+/// What every method with draws asks of them: the count of [`check_draw_count`], finite
+/// values, and every coefficient's draws not all equal — draws all equal give a coefficient
+/// SE 0, a zero-width interval and `z = inf`, an interval that cannot be honest.
+///
+/// Errors: the field and the rule, naming the method.
+fn check_draws(method: IntervalMethod, draws: &Draws) -> std::result::Result<(), String> {
+    let reps = draws.len();
+    check_draw_count(method, reps).map_err(|rule| format!("`B` = {rule}"))?;
+    let (d1, d2) = draws.dims();
+    for (field, values, width) in [
+        ("theta draws", draws.theta(), d1),
+        ("gamma draws", draws.gamma(), d2),
+    ] {
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            return Err(format!(
+                "`{field}`[{}][{}] = {}: not finite",
+                i / width,
+                i % width,
+                values[i]
+            ));
+        }
+        if let Some(j) = (0..width).find(|&j| constant_column(values, width, j)) {
+            return Err(format!(
+                "`{field}`[*][{j}]: all {reps} draws equal {}: {} gives the coefficient no \
+                 spread (SE 0, a zero-width interval, z = inf)",
+                values[j],
+                title(method)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The parts of a calibration as a model file stores them (one flat record for every method:
+/// the figures a method does not estimate are stored as 1, its bias as zeros), before
+/// [`Calibration::from_parts`] has checked them and built the method they describe.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parts {
     /// The method asked for (`Auto` allowed).
-    pub(crate) requested: IntervalMethod,
+    pub requested: IntervalMethod,
     /// The method used (never `Auto`).
-    pub(crate) method: IntervalMethod,
+    pub method: IntervalMethod,
     /// `B` refits, or `G` clusters (one draw each); 0 for Wald.
-    pub(crate) reps: usize,
+    pub reps: usize,
     /// Seed of the label draws (0 for Wald and the cluster methods).
-    pub(crate) seed: u64,
+    pub seed: u64,
     /// Refits that did not converge.
-    pub(crate) diverged: usize,
-    /// `[shrink, alpha_hat, c_hat]`.
-    pub(crate) figures: [f64; 3],
-    /// Bias of gamma_hat (`d2`; empty for Wald).
-    pub(crate) gamma_bias: Vec<f64>,
+    pub diverged: usize,
+    /// `[shrink, alpha_hat, c_hat]` (1 where the method estimates none).
+    pub figures: [f64; 3],
+    /// Bias of gamma_hat (`d2`: zeros but for the resized bootstrap; empty for Wald).
+    pub gamma_bias: Vec<f64>,
     /// `B x d1`, row-major.
-    pub(crate) theta_draws: Vec<f32>,
+    pub theta_draws: Vec<f32>,
     /// `B x d2`, row-major.
-    pub(crate) gamma_draws: Vec<f32>,
+    pub gamma_draws: Vec<f32>,
 }
 
 impl Parts {
     /// The calibration these parts describe, for a model with `d1` reward and `d2`
-    /// rationality features, if they pass [`Parts::check`].
-    ///
-    /// Errors: the message of [`Parts::check`].
-    pub(crate) fn build(self, d1: usize, d2: usize) -> std::result::Result<Calibration, String> {
-        self.check(d1, d2)?;
-        let [shrink, alpha_hat, c_hat] = self.figures;
-        Ok(Calibration {
-            requested: self.requested,
-            method: self.method,
-            reps: self.reps,
-            seed: self.seed,
-            diverged: self.diverged,
-            shrink,
-            alpha_hat,
-            c_hat,
-            gamma_bias: self.gamma_bias,
-            theta_draws: self.theta_draws,
-            gamma_draws: self.gamma_draws,
-        })
-    }
-
-    /// The one rule of what a calibration may hold (docs/model-format.md, "What a reader
-    /// checks"); the error begins "interval section:" and names the field:
+    /// rationality features, built through the constructors a fit's calibration is built by
+    /// (docs/model-format.md, "What a reader checks"); the error begins "interval section:"
+    /// and names the field:
     ///
     /// * the method is resolved (never `auto`) and is the one requested unless that was `auto`;
     /// * Wald: no draws, seed, diverged count or bias, figures all 1 (one representation);
-    /// * otherwise: the count of draws of [`check_draw_count`]; `diverged <= B`; `c_hat` (a
-    ///   mean ratio of standard deviations) positive and finite; resized: `alpha_hat` (an
-    ///   inflation) positive and finite, `shrink` in [`resized::MIN_SHRINK`,
-    ///   `resized::MAX_SHRINK`] (the range its search keeps to), the bias of gamma finite;
-    ///   the percentile bootstrap and the cluster jackknives: `shrink` = `alpha_hat` = 1 and a
-    ///   zero bias (they estimate none); `B x d1` theta and `B x d2` gamma draws, finite;
-    /// * every coefficient's draws vary: draws all equal give a coefficient SE 0, a
-    ///   zero-width interval and `z = inf` — an interval that cannot be honest.
-    pub(crate) fn check(&self, d1: usize, d2: usize) -> std::result::Result<(), String> {
-        let bad = |field: &str, rule: String| Err(format!("interval section: `{field}`{rule}"));
-        let (method, reps) = (self.method, self.reps);
-        if method == IntervalMethod::Auto {
-            return bad("method", " = auto: a stored method is resolved".into());
-        }
-        if self.requested != method && self.requested != IntervalMethod::Auto {
-            return bad(
-                "requested",
-                format!(
-                    ": requested {} but carries {}",
-                    self.requested.name(),
-                    method.name()
-                ),
-            );
-        }
-        if method == IntervalMethod::Wald {
-            return self.check_wald();
-        }
-        check_draw_count(method, reps).or_else(|rule| bad("B", format!(" = {rule}")))?;
-        if self.diverged > reps {
-            return bad(
-                "diverged",
-                format!(" = {} counts more refits than B = {reps}", self.diverged),
-            );
-        }
-        if self.gamma_bias.len() != d2 {
-            return bad(
-                "gamma_bias",
-                format!(": {} values, not d2 = {d2}", self.gamma_bias.len()),
-            );
-        }
-        self.check_figures()?;
-        for (field, draws, width) in [
-            ("theta draws", &self.theta_draws, d1),
-            ("gamma draws", &self.gamma_draws, d2),
-        ] {
-            if reps.checked_mul(width) != Some(draws.len()) {
-                return bad(
-                    field,
-                    format!(
-                        ": {} values, not B x {width} = {reps} x {width}",
-                        draws.len()
-                    ),
-                );
-            }
-            if let Some(i) = draws.iter().position(|v| !v.is_finite()) {
-                return bad(
-                    field,
-                    format!("[{}][{}] = {}: not finite", i / width, i % width, draws[i]),
-                );
-            }
-            if let Some(j) = (0..width).find(|&j| constant_column(draws, width, j)) {
-                return bad(
-                    field,
-                    format!(
-                        "[*][{j}]: all {reps} draws equal {}: {} gives the coefficient no \
-                         spread (SE 0, a zero-width interval, z = inf)",
-                        draws[j],
-                        title(method)
-                    ),
-                );
-            }
-        }
-        Ok(())
+    /// * the methods with draws: `B x d1` theta and `B x d2` gamma draws, `diverged <= B`, a
+    ///   bias of `d2`, then the method's constructor ([`Method::percentile`],
+    ///   [`Method::resized`], [`Method::jackknife`]); the figures a method does not estimate
+    ///   stored as 1 (`shrink`, `alpha_hat`), its bias as zeros, the cluster methods' seed 0;
+    /// * `c_hat` as [`Calibration::new`].
+    pub(crate) fn build(self, d1: usize, d2: usize) -> std::result::Result<Calibration, String> {
+        self.method_of(d1, d2)
+            .and_then(|(requested, method, c_hat)| Calibration::new(requested, method, c_hat))
+            .map_err(|m| format!("interval section: {m}"))
     }
 
-    /// Wald's one representation: nothing stored, figures 1.
-    fn check_wald(&self) -> std::result::Result<(), String> {
-        if self.reps != 0
-            || self.seed != 0
-            || self.diverged != 0
-            || self.figures != [1.0; 3]
-            || !self.theta_draws.is_empty()
-            || !self.gamma_draws.is_empty()
-            || !self.gamma_bias.is_empty()
-        {
-            return Err(
-                "interval section: wald carries no draws, seed, diverged count or \
-                        figures other than 1"
-                    .into(),
-            );
-        }
-        Ok(())
-    }
-
-    /// `c_hat`, `alpha_hat`, `shrink` and the bias of gamma as the method defines them.
-    fn check_figures(&self) -> std::result::Result<(), String> {
-        use resized::{MAX_SHRINK, MIN_SHRINK};
-        let bad = |field: &str, rule: String| Err(format!("interval section: `{field}`{rule}"));
-        let [shrink, alpha_hat, c_hat] = self.figures;
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        if !positive(c_hat) {
-            return bad(
-                "c_hat",
-                format!(" = {c_hat}: a mean ratio of standard deviations is positive and finite"),
-            );
-        }
-        if self.method == IntervalMethod::Resized {
-            if !positive(alpha_hat) {
-                return bad(
-                    "alpha_hat",
-                    format!(" = {alpha_hat}: the inflation is positive and finite"),
-                );
+    /// The requested method, the resolved method these parts describe and `c_hat`.
+    fn method_of(
+        self,
+        d1: usize,
+        d2: usize,
+    ) -> std::result::Result<(IntervalMethod, Method, f64), String> {
+        let Parts {
+            requested,
+            method,
+            reps,
+            seed,
+            diverged,
+            figures: [shrink, alpha_hat, c_hat],
+            gamma_bias,
+            theta_draws,
+            gamma_draws,
+        } = self;
+        let stores = |field: &str, v: f64, what: &str| {
+            Err(format!("`{field}` = {v}: {} stores {what}", title(method)))
+        };
+        let draws = |reps, theta, gamma, diverged| {
+            if gamma_bias.len() != d2 {
+                return Err(format!(
+                    "`gamma_bias`: {} values, not d2 = {d2}",
+                    gamma_bias.len()
+                ));
             }
-            if !(MIN_SHRINK..=MAX_SHRINK).contains(&shrink) {
-                return bad(
-                    "shrink",
-                    format!(
-                        " = {shrink}: the resized bootstrap's shrink lies in [{MIN_SHRINK}, \
-                         {MAX_SHRINK}]"
-                    ),
-                );
+            Draws::new((reps, d1, d2), theta, gamma, diverged)
+        };
+        let unit_figures = || {
+            if shrink != 1.0 {
+                return stores("shrink", shrink, "1");
             }
-        } else if shrink != 1.0 || alpha_hat != 1.0 {
-            let (field, v) = if shrink != 1.0 {
-                ("shrink", shrink)
-            } else {
-                ("alpha_hat", alpha_hat)
-            };
-            return bad(field, format!(" = {v}: {} stores 1", title(self.method)));
-        }
-        let resized = self.method == IntervalMethod::Resized;
-        let allowed = |v: f64| if resized { v.is_finite() } else { v == 0.0 };
-        if let Some(k) = self.gamma_bias.iter().position(|&v| !allowed(v)) {
-            let rule = if resized {
-                "not finite".to_string()
-            } else {
-                format!("{} stores 0", title(self.method))
-            };
-            return bad(
-                "gamma_bias",
-                format!("[{k}] = {}: {rule}", self.gamma_bias[k]),
-            );
-        }
-        Ok(())
+            if alpha_hat != 1.0 {
+                return stores("alpha_hat", alpha_hat, "1");
+            }
+            match gamma_bias.iter().position(|&v| v != 0.0) {
+                Some(k) => Err(format!(
+                    "`gamma_bias`[{k}] = {}: {} stores 0",
+                    gamma_bias[k],
+                    title(method)
+                )),
+                None => Ok(()),
+            }
+        };
+        let resolved = match method {
+            IntervalMethod::Auto => {
+                return Err("`method` = auto: a stored method is resolved".into());
+            }
+            IntervalMethod::Wald => {
+                let nothing = reps == 0
+                    && seed == 0
+                    && diverged == 0
+                    && [shrink, alpha_hat, c_hat] == [1.0; 3]
+                    && theta_draws.is_empty()
+                    && gamma_draws.is_empty()
+                    && gamma_bias.is_empty();
+                if !nothing {
+                    return Err("wald carries no draws, seed, diverged count or figures \
+                                other than 1"
+                        .into());
+                }
+                Method::Wald
+            }
+            IntervalMethod::Bootstrap => {
+                let d = draws(reps, theta_draws, gamma_draws, diverged)?;
+                unit_figures()?;
+                Method::percentile(d, seed)?
+            }
+            IntervalMethod::Resized => Method::resized(
+                resized::Resized {
+                    shrink,
+                    alpha_hat,
+                    gamma_bias: gamma_bias.clone(),
+                    draws: draws(reps, theta_draws, gamma_draws, diverged)?,
+                },
+                seed,
+            )?,
+            IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => {
+                let d = draws(reps, theta_draws, gamma_draws, diverged)?;
+                unit_figures()?;
+                if seed != 0 {
+                    return Err(format!("`seed` = {seed}: {} stores 0", title(method)));
+                }
+                Method::jackknife(d, method == IntervalMethod::ClusterOneStep)?
+            }
+        };
+        Ok((requested, resolved, c_hat))
     }
 }
 
@@ -459,23 +555,15 @@ fn constant_column(draws: &[f32], width: usize, j: usize) -> bool {
     }
 }
 
-/// A model's interval method and, for the bootstrap methods, the refits' draws and figures.
-/// Immutable; built by the pipeline ([`crate::estimator::Estimator::estimate`]) (or read from a model file via [`Calibration::from_parts`]).
+/// A model's interval method: the method asked for, the resolved method (`Method`) with its own
+/// draws and figures, and `c_hat`. Immutable; built by the pipeline
+/// ([`crate::estimator::Estimator::estimate`]) or from stored [`Parts`]
+/// ([`Calibration::from_parts`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Calibration {
     requested: IntervalMethod,
-    method: IntervalMethod,
-    reps: usize,
-    seed: u64,
-    diverged: usize,
-    shrink: f64,
-    alpha_hat: f64,
+    method: Method,
     c_hat: f64,
-    gamma_bias: Vec<f64>,
-    /// `B x d1`, row-major.
-    theta_draws: Vec<f32>,
-    /// `B x d2`, row-major.
-    gamma_draws: Vec<f32>,
 }
 
 impl Calibration {
@@ -483,130 +571,149 @@ impl Calibration {
     pub fn wald(requested: IntervalMethod) -> Self {
         Calibration {
             requested,
-            method: IntervalMethod::Wald,
-            reps: 0,
-            seed: 0,
-            diverged: 0,
-            shrink: 1.0,
-            alpha_hat: 1.0,
+            method: Method::Wald,
             c_hat: 1.0,
-            gamma_bias: Vec::new(),
-            theta_draws: Vec::new(),
-            gamma_draws: Vec::new(),
         }
     }
 
-    /// Assembles a calibration from stored parts, checked by the one rule a fit's calibration
-    /// and the model-file reader obey (`Parts::build`): the method is resolved and matches
-    /// the one requested; Wald carries nothing; a method with draws holds as many as it can
-    /// (`reps`: [`MIN_REPS`]..=[`MAX_REPS`] bootstrap refits, or one draw per cluster,
-    /// [`crate::cluster::MIN_CLUSTERS`]..=[`crate::cluster::MAX_CLUSTERS`]) of `theta_draws`
-    /// (`reps x d1`) and `gamma_draws` (`reps x d2`), finite, every coefficient's draws not
-    /// all equal; `gamma_bias` of `d2`; `figures` = `[shrink, alpha_hat, c_hat]` as the method
-    /// defines them.
+    /// `method`, asked for as `requested`, with `c_hat`.
     ///
-    /// Errors: [`Error::InvalidArgument`] (`intervals`) naming the field and the rule.
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_parts(
+    /// Errors: `requested` neither `method`'s kind nor `auto`; `c_hat` not 1 for Wald, not
+    /// positive and finite otherwise.
+    pub(crate) fn new(
         requested: IntervalMethod,
-        method: IntervalMethod,
-        reps: usize,
-        seed: u64,
-        diverged: usize,
-        figures: [f64; 3],
-        gamma_bias: Vec<f64>,
-        theta_draws: Vec<f32>,
-        gamma_draws: Vec<f32>,
-        d1: usize,
-        d2: usize,
-    ) -> Result<Self> {
-        Parts {
+        method: Method,
+        c_hat: f64,
+    ) -> std::result::Result<Self, String> {
+        let kind = method.kind();
+        if requested != kind && requested != IntervalMethod::Auto {
+            return Err(format!(
+                "`requested`: requested {} but carries {}",
+                requested.name(),
+                kind.name()
+            ));
+        }
+        let allowed = match method {
+            Method::Wald => c_hat == 1.0,
+            Method::Percentile { .. } | Method::Resized { .. } | Method::Jackknife { .. } => {
+                c_hat.is_finite() && c_hat > 0.0
+            }
+        };
+        if !allowed {
+            return Err(format!(
+                "`c_hat` = {c_hat}: a mean ratio of standard deviations is positive and finite \
+                 (1 for Wald)"
+            ));
+        }
+        Ok(Calibration {
             requested,
             method,
-            reps,
-            seed,
-            diverged,
-            figures,
-            gamma_bias,
-            theta_draws,
-            gamma_draws,
-        }
-        .build(d1, d2)
-        .map_err(|m| Error::invalid("intervals", m))
+            c_hat,
+        })
     }
 
+    /// Assembles a calibration from stored [`Parts`] for a model with `d1` reward and `d2`
+    /// rationality features, checked and built by the constructors a fit's calibration is
+    /// built by (`Parts::build`).
+    ///
+    /// Errors: [`Error::InvalidArgument`] (`intervals`) naming the field and the rule.
+    pub fn from_parts(parts: Parts, d1: usize, d2: usize) -> Result<Self> {
+        parts
+            .build(d1, d2)
+            .map_err(|m| Error::invalid("intervals", m))
+    }
+
+    /// The resolved method with its draws and figures.
+    pub(crate) fn resolved(&self) -> &Method {
+        &self.method
+    }
     /// The method the intervals use (never `Auto`).
     pub fn method(&self) -> IntervalMethod {
-        self.method
+        self.method.kind()
     }
     /// The method asked for at fit time (`Auto` when auto picked [`Calibration::method`]).
     pub fn requested(&self) -> IntervalMethod {
         self.requested
     }
-    /// True for the bootstrap methods (intervals come from the stored draws).
+    /// True for the methods whose intervals come from stored draws.
     pub fn uses_draws(&self) -> bool {
         self.rule().uses_draws()
+    }
+    /// `(d1, d2)` of the draws (`None` for Wald, which stores none).
+    pub(crate) fn dims(&self) -> Option<(usize, usize)> {
+        self.method.draws().map(Draws::dims)
     }
 
     /// The interval rule of [`Calibration::method`]: every consumer's intervals, p-values and
     /// pruning bounds come from it ([`crate::interval`]).
     pub(crate) fn rule(&self) -> Rule {
-        match self.method {
-            IntervalMethod::Wald => Rule::Wald,
-            IntervalMethod::Bootstrap => Rule::Percentile,
-            IntervalMethod::Resized => Rule::Resized {
-                alpha_hat: self.alpha_hat,
+        match &self.method {
+            Method::Wald => Rule::Wald,
+            Method::Percentile { .. } => Rule::Percentile,
+            Method::Resized { alpha_hat, .. } => Rule::Resized {
+                alpha_hat: *alpha_hat,
             },
-            IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => Rule::Jackknife {
-                df: self.cluster_df(),
+            // Degrees of freedom of the t quantiles: `G - 1`.
+            Method::Jackknife { draws, .. } => Rule::Jackknife {
+                df: (draws.len().max(2) - 1) as f64,
             },
-            // Checked at construction (`from_parts`, `calibrate`): never stored.
-            IntervalMethod::Auto => unreachable!("a calibration's method is resolved"),
         }
     }
-    /// Number of bootstrap refits B (0 for Wald).
+    /// Number of draws: bootstrap refits B, or clusters G (0 for Wald).
     pub fn reps(&self) -> usize {
-        self.reps
+        self.method.draws().map_or(0, Draws::len)
     }
-    /// Seed of the label draws.
+    /// Seed of the label draws (0 for Wald and the cluster methods).
     pub fn seed(&self) -> u64 {
-        self.seed
+        match self.method {
+            Method::Percentile { seed, .. } | Method::Resized { seed, .. } => seed,
+            Method::Wald | Method::Jackknife { .. } => 0,
+        }
     }
     /// Refits that converged from neither the warm start nor the estimator's own starts (kept at
     /// their last iterate).
     pub fn diverged(&self) -> usize {
-        self.diverged
+        self.method.draws().map_or(0, Draws::diverged)
     }
     /// The resized bootstrap's shrink `s` (1 otherwise).
     pub fn shrink(&self) -> f64 {
-        self.shrink
+        match self.method {
+            Method::Resized { shrink, .. } => shrink,
+            Method::Wald | Method::Percentile { .. } | Method::Jackknife { .. } => 1.0,
+        }
     }
     /// The resized bootstrap's inflation estimate `alpha_hat` (1 otherwise).
     pub fn alpha_hat(&self) -> f64 {
-        self.alpha_hat
+        match self.method {
+            Method::Resized { alpha_hat, .. } => alpha_hat,
+            Method::Wald | Method::Percentile { .. } | Method::Jackknife { .. } => 1.0,
+        }
     }
     /// Mean over (up to 256) training rows `z_i` of `SD*(z_i) / (alpha_hat se_wald(z_i))`:
     /// `r_hat / alpha_hat +- q c_hat se_wald` serves at Wald's cost (1 for Wald).
     pub fn c_hat(&self) -> f64 {
         self.c_hat
     }
-    /// Bias of gamma_hat estimated by the resized bootstrap (zeros for the plain bootstrap,
-    /// empty for Wald).
+    /// Bias of gamma_hat estimated by the resized bootstrap (`d2` values; empty for the other
+    /// methods, which estimate none).
     pub fn gamma_bias(&self) -> &[f64] {
-        &self.gamma_bias
+        match &self.method {
+            Method::Resized { gamma_bias, .. } => gamma_bias,
+            Method::Wald | Method::Percentile { .. } | Method::Jackknife { .. } => &[],
+        }
     }
-    /// The refits' theta, `B x d1` row-major `f32` (empty for Wald).
+    /// The draws' theta, `B x d1` row-major `f32` (empty for Wald).
     pub fn theta_draws(&self) -> &[f32] {
-        &self.theta_draws
+        self.method.draws().map_or(&[], Draws::theta)
     }
-    /// The refits' gamma, `B x d2` row-major `f32` (empty for Wald).
+    /// The draws' gamma, `B x d2` row-major `f32` (empty for Wald).
     pub fn gamma_draws(&self) -> &[f32] {
-        &self.gamma_draws
+        self.method.draws().map_or(&[], Draws::gamma)
     }
 
     /// `theta*_b . phi` for every draw `b` (`O(B d1)`; `phi` of length d1).
     pub fn theta_projections(&self, phi: &[f64]) -> Vec<f64> {
-        self.theta_draws
+        self.theta_draws()
             .chunks_exact(phi.len())
             .map(|row| dot_f32(phi, row))
             .collect()
@@ -615,34 +722,12 @@ impl Calibration {
     /// `psi0 + gamma*_b . psi` for every draw `b`.
     pub fn gamma_projections(&self, psi0: f64, psi: &[f64]) -> Vec<f64> {
         if psi.is_empty() {
-            return vec![psi0; self.reps];
+            return vec![psi0; self.reps()];
         }
-        self.gamma_draws
+        self.gamma_draws()
             .chunks_exact(psi.len())
             .map(|row| psi0 + dot_f32(psi, row))
             .collect()
-    }
-}
-
-impl Calibration {
-    /// The parts of this calibration, to be checked and built again (`Parts::build`).
-    fn into_parts(self) -> Parts {
-        Parts {
-            requested: self.requested,
-            method: self.method,
-            reps: self.reps,
-            seed: self.seed,
-            diverged: self.diverged,
-            figures: [self.shrink, self.alpha_hat, self.c_hat],
-            gamma_bias: self.gamma_bias,
-            theta_draws: self.theta_draws,
-            gamma_draws: self.gamma_draws,
-        }
-    }
-
-    /// Degrees of freedom of the cluster methods' t quantiles: `G - 1` (`G` = the draws).
-    fn cluster_df(&self) -> f64 {
-        (self.reps.max(2) - 1) as f64
     }
 
     /// The SE of a functional from its values at the draws, as its [`Calibration::rule`]
@@ -650,11 +735,12 @@ impl Calibration {
     /// `sqrt((G-1)/G sum (v - v_bar)^2)` for the cluster methods, the sample SD otherwise.
     fn draws_se(&self, projections: &[f64]) -> f64 {
         let sd = sample_sd(projections);
-        if self.method.is_cluster() {
-            let g = projections.len() as f64;
-            sd * (g - 1.0) / g.sqrt()
-        } else {
-            sd
+        match self.method {
+            Method::Jackknife { .. } => {
+                let g = projections.len() as f64;
+                sd * (g - 1.0) / g.sqrt()
+            }
+            Method::Wald | Method::Percentile { .. } | Method::Resized { .. } => sd,
         }
     }
 }
@@ -784,11 +870,11 @@ pub(crate) fn calibrate(
         IntervalMethod::Auto => auto_pick_for(data),
         m => m,
     };
-    let settings = || draws::Settings::new(data, estimator, cancel);
+    let refits = || draws::Refits::new(crate::resample::Settings::new(data, estimator, cancel));
     // The parametric bootstraps' batches start at the estimate, where the preconditioner is
     // the inverse expected information: the model's own covariance when it is that one.
-    let seeded_settings = || {
-        let s = settings();
+    let seeded_refits = || {
+        let s = refits();
         match expected_gamma_cov {
             Some(gamma_cov) if s.batched() => {
                 match information_inverse(data, params, wald_factor, gamma_cov) {
@@ -801,25 +887,14 @@ pub(crate) fn calibrate(
             _ => s,
         }
     };
-    let parts = match method {
+    let built = match method {
         IntervalMethod::Wald | IntervalMethod::Auto => {
             return Ok(Calibration::wald(options.method));
         }
         IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => {
-            let (method, d) =
+            let (one_step, d) =
                 cluster_draws(data, params, method, options.method, estimator, cancel)?;
-            let (theta_draws, gamma_draws) = d.split_f32(data.d1());
-            Parts {
-                requested: options.method,
-                method,
-                reps: d.len(),
-                seed: 0,
-                diverged: d.diverged,
-                figures: [1.0; 3],
-                gamma_bias: vec![0.0; data.d2()],
-                theta_draws,
-                gamma_draws,
-            }
+            Method::jackknife(d, one_step)
         }
         IntervalMethod::Bootstrap => {
             let reps = options.reps.unwrap_or(DEFAULT_BOOTSTRAP_REPS);
@@ -829,47 +904,27 @@ pub(crate) fn calibrate(
                 params,
                 reps,
                 estimator.seed,
-                draws::Stream::Bootstrap,
-                &seeded_settings(),
+                crate::resample::Stream::Bootstrap,
+                &seeded_refits(),
             )?;
-            Parts {
-                requested: options.method,
-                method,
-                reps,
-                seed: estimator.seed,
-                diverged: set.diverged,
-                figures: [1.0; 3],
-                gamma_bias: vec![0.0; data.d2()],
-                theta_draws: set.theta,
-                gamma_draws: set.gamma,
-            }
+            Method::percentile(set, estimator.seed)
         }
         IntervalMethod::Resized => {
             let reps = options.reps.unwrap_or(DEFAULT_RESIZED_REPS);
-            let r = resized::run(data, params, reps, estimator.seed, &seeded_settings())?;
-            Parts {
-                requested: options.method,
-                method,
-                reps,
-                seed: estimator.seed,
-                diverged: r.draws.diverged,
-                figures: [r.shrink, r.alpha_hat, 1.0],
-                gamma_bias: r.gamma_bias,
-                theta_draws: r.draws.theta,
-                gamma_draws: r.draws.gamma,
-            }
+            let r = resized::run(data, params, reps, estimator.seed, &seeded_refits())?;
+            Method::resized(r, estimator.seed)
         }
     };
-    // The fit's calibration obeys the rule a reader applies: a model that is written loads.
-    // Draws without spread in some coefficient (which a fit whose information is positive
-    // definite does not produce, short of f32 rounding) are refused here, not written.
-    let refused = |m: String| Error::invalid("intervals", m);
-    let (d1, d2) = (data.d1(), data.d2());
-    let cal = parts.build(d1, d2).map_err(refused)?;
+    // The fit's calibration is built by the constructors a reader builds by: a model that is
+    // written loads. Draws without spread in some coefficient (which a fit whose information
+    // is positive definite does not produce, short of f32 rounding) are refused here, not
+    // written.
+    let refused = |m: String| Error::invalid("intervals", format!("interval section: {m}"));
+    let cal = built
+        .and_then(|m| Calibration::new(options.method, m, 1.0))
+        .map_err(refused)?;
     let c_hat = c_hat(data, wald_factor, &cal);
-    let mut parts = cal.into_parts();
-    parts.figures[2] = c_hat;
-    parts.build(d1, d2).map_err(refused)
+    Calibration::new(cal.requested, cal.method, c_hat).map_err(refused)
 }
 
 /// What a user can do when a coefficient rests on one annotator.
@@ -881,9 +936,9 @@ const CARRIED_REMEDY: &str = "no cluster-aware interval covers it: add annotator
 const ONE_STEP_REMEDY: &str =
     "use --intervals cluster-jackknife (exact refits) or auto, which falls back to it";
 
-/// The draws of a cluster method (`method`, resolved from `requested`), and the method that
-/// made them. First the detector ([`crate::cluster::identified::carried_by_one`]): a
-/// coefficient whose covariate only one annotator's rows carry has no leave-one-out estimate,
+/// The draws of a cluster method (`method`, resolved from `requested`), and whether the
+/// method that made them is the one-step jackknife. First the detector
+/// ([`crate::cluster::identified::carried_by_one`]): a coefficient whose covariate only one annotator's rows carry has no leave-one-out estimate,
 /// and every cluster method refuses, naming it and the annotator — the exact jackknife's
 /// fallback would otherwise report an interval narrower than the data support (issue 31).
 /// Then the one-step jackknife; when the Hessian without some annotator is not positive
@@ -900,7 +955,7 @@ fn cluster_draws(
     requested: IntervalMethod,
     estimator: &FitOptions,
     cancel: Option<&AtomicBool>,
-) -> Result<(IntervalMethod, crate::cluster::ClusterDraws)> {
+) -> Result<(bool, Draws)> {
     use crate::cluster::identified::{carried_by_one, describe_all};
     let clusters = crate::cluster::Clusters::of(data)?;
     // The count the model will hold, checked before any draw is computed.
@@ -912,13 +967,11 @@ fn cluster_draws(
     }
     let exact = || crate::cluster::jackknife(data, params, &clusters, estimator, cancel);
     if method == IntervalMethod::ClusterJackknife {
-        return Ok((method, exact()?));
+        return Ok((false, exact()?));
     }
     match crate::cluster::one_step_jackknife(data, params, &clusters)? {
-        Ok(d) => Ok((method, d)),
-        Err(_) if requested == IntervalMethod::Auto => {
-            Ok((IntervalMethod::ClusterJackknife, exact()?))
-        }
+        Ok(d) => Ok((true, d)),
+        Err(_) if requested == IntervalMethod::Auto => Ok((false, exact()?)),
         Err(obstacle) => Err(Error::SingularInformation {
             detail: format!("{}; {ONE_STEP_REMEDY}", obstacle.describe(data.d1())),
         }),
@@ -968,7 +1021,7 @@ fn c_hat(data: &Dataset, wald_factor: &PackedLower, cal: &Calibration) -> f64 {
     let (mut sum, mut count) = (0.0, 0usize);
     for (phi, se) in z.chunks_exact(d1).zip(ses) {
         if se > 0.0 {
-            sum += cal.draws_se(&cal.theta_projections(phi)) / (cal.alpha_hat * se);
+            sum += cal.draws_se(&cal.theta_projections(phi)) / (cal.alpha_hat() * se);
             count += 1;
         }
     }

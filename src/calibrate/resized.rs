@@ -16,10 +16,11 @@
 //! Intervals (see `src/interval.rs`): `theta_hat . phi / alpha_hat +- q
 //! SD*(phi) / alpha_hat`, `gamma_hat . psi - bias . psi +- q SD*(psi)`.
 
-use super::draws::{column_means, parametric, Draws, Settings, Stream};
+use super::draws::{column_means, parametric, Refits};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::model::Params;
+use crate::resample::{Draws, Stream};
 
 /// Draws per step of the shrink search.
 pub(crate) const SEARCH_REPS: usize = 4;
@@ -57,7 +58,7 @@ fn shrunk(hat: &Params, s: f64) -> Params {
 }
 
 fn mean_norm(draws: &Draws, d1: usize) -> f64 {
-    let rows = draws.theta.chunks_exact(d1);
+    let rows = draws.theta().chunks_exact(d1);
     let k = rows.len().max(1) as f64;
     rows.map(|r| r.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt())
         .sum::<f64>()
@@ -73,7 +74,7 @@ pub(crate) fn run(
     hat: &Params,
     reps: usize,
     seed: u64,
-    settings: &Settings,
+    refits: &Refits,
 ) -> Result<Resized> {
     let d1 = data.d1();
     let target = norm(&hat.theta);
@@ -92,7 +93,7 @@ pub(crate) fn run(
             SEARCH_REPS,
             seed,
             Stream::ShrinkSearch,
-            settings,
+            refits,
         )?;
         let ratio = target / mean_norm(&d, d1);
         if !ratio.is_finite() {
@@ -104,8 +105,8 @@ pub(crate) fn run(
         }
     }
     let truth = shrunk(hat, s);
-    let draws = parametric(data, &truth, &truth, reps, seed, Stream::Resized, settings)?;
-    let mean_theta = column_means(&draws.theta, d1);
+    let draws = parametric(data, &truth, &truth, reps, seed, Stream::Resized, refits)?;
+    let mean_theta = column_means(draws.theta(), d1);
     let alpha_hat = mean_theta
         .iter()
         .zip(&truth.theta)
@@ -117,7 +118,7 @@ pub(crate) fn run(
             detail: format!("resized bootstrap: inflation estimate {alpha_hat} is not positive"),
         });
     }
-    let gamma_bias = column_means(&draws.gamma, data.d2())
+    let gamma_bias = column_means(draws.gamma(), data.d2())
         .iter()
         .zip(&hat.gamma)
         .map(|(m, g)| m - g)

@@ -3,6 +3,7 @@ use crate::estimator::EstimatorOptions;
 use crate::fit::{FitControl, FitOptions};
 use crate::fitted::RewardModel;
 use crate::interval::{quantile_sorted, Target};
+use crate::resample::Stream;
 use crate::sim::{homogeneous, paper_simulation, ActionDesign};
 use crate::stats::critical_value;
 
@@ -250,15 +251,17 @@ fn diagnostics_warn_where_wald_under_covers() {
     // the threshold).
     let with_diverged = |diverged: usize| {
         let cal = Calibration::from_parts(
-            IntervalMethod::Bootstrap,
-            IntervalMethod::Bootstrap,
-            20,
-            5,
-            diverged,
-            [1.0; 3],
-            vec![0.0; 2],
-            (0..20 * 3).map(|i| 0.5 + 0.01 * (i / 3) as f32).collect(),
-            (0..20 * 2).map(|i| 0.1 + 0.01 * (i / 2) as f32).collect(),
+            Parts {
+                requested: IntervalMethod::Bootstrap,
+                method: IntervalMethod::Bootstrap,
+                reps: 20,
+                seed: 5,
+                diverged,
+                figures: [1.0; 3],
+                gamma_bias: vec![0.0; 2],
+                theta_draws: (0..20 * 3).map(|i| 0.5 + 0.01 * (i / 3) as f32).collect(),
+                gamma_draws: (0..20 * 2).map(|i| 0.1 + 0.01 * (i / 2) as f32).collect(),
+            },
             3,
             2,
         )
@@ -293,15 +296,17 @@ fn varying(reps: usize, width: usize) -> Vec<f32> {
 fn stored_parts_are_checked() {
     let ok = |theta: Vec<f32>, gamma: Vec<f32>, bias: Vec<f64>, figures: [f64; 3]| {
         Calibration::from_parts(
-            IntervalMethod::Bootstrap,
-            IntervalMethod::Bootstrap,
-            10,
-            0,
-            0,
-            figures,
-            bias,
-            theta,
-            gamma,
+            Parts {
+                requested: IntervalMethod::Bootstrap,
+                method: IntervalMethod::Bootstrap,
+                reps: 10,
+                seed: 0,
+                diverged: 0,
+                figures,
+                gamma_bias: bias,
+                theta_draws: theta,
+                gamma_draws: gamma,
+            },
             2,
             1,
         )
@@ -327,15 +332,17 @@ fn stored_parts_are_checked() {
         "{e}"
     );
     let wald_with_draws = Calibration::from_parts(
-        IntervalMethod::Wald,
-        IntervalMethod::Wald,
-        1,
-        0,
-        0,
-        [1.0; 3],
-        vec![],
-        vec![0.0; 2],
-        vec![],
+        Parts {
+            requested: IntervalMethod::Wald,
+            method: IntervalMethod::Wald,
+            reps: 1,
+            seed: 0,
+            diverged: 0,
+            figures: [1.0; 3],
+            gamma_bias: vec![],
+            theta_draws: vec![0.0; 2],
+            gamma_draws: vec![],
+        },
         2,
         0,
     );
@@ -343,15 +350,17 @@ fn stored_parts_are_checked() {
     // Wald has one representation (the model file is canonical): no seed, no figures.
     let wald = |seed: u64, figures: [f64; 3]| {
         Calibration::from_parts(
-            IntervalMethod::Wald,
-            IntervalMethod::Wald,
-            0,
-            seed,
-            0,
-            figures,
-            vec![],
-            vec![],
-            vec![],
+            Parts {
+                requested: IntervalMethod::Wald,
+                method: IntervalMethod::Wald,
+                reps: 0,
+                seed,
+                diverged: 0,
+                figures,
+                gamma_bias: vec![],
+                theta_draws: vec![],
+                gamma_draws: vec![],
+            },
             2,
             0,
         )
@@ -360,15 +369,17 @@ fn stored_parts_are_checked() {
     assert!(wald(1, [1.0; 3]).is_err());
     assert!(wald(0, [1.0, 2.0, 1.0]).is_err());
     let auto_unresolved = Calibration::from_parts(
-        IntervalMethod::Auto,
-        IntervalMethod::Auto,
-        0,
-        0,
-        0,
-        [1.0; 3],
-        vec![],
-        vec![],
-        vec![],
+        Parts {
+            requested: IntervalMethod::Auto,
+            method: IntervalMethod::Auto,
+            reps: 0,
+            seed: 0,
+            diverged: 0,
+            figures: [1.0; 3],
+            gamma_bias: vec![],
+            theta_draws: vec![],
+            gamma_draws: vec![],
+        },
         2,
         0,
     );
@@ -384,15 +395,17 @@ fn each_method_holds_its_own_count_of_draws() {
     let (d1, d2) = (1, 1);
     let build = |method: IntervalMethod, reps: usize| {
         Calibration::from_parts(
-            method,
-            method,
-            reps,
-            0,
-            0,
-            [1.0; 3],
-            vec![0.0; d2],
-            varying(reps, d1),
-            varying(reps, d2),
+            Parts {
+                requested: method,
+                method,
+                reps,
+                seed: 0,
+                diverged: 0,
+                figures: [1.0; 3],
+                gamma_bias: vec![0.0; d2],
+                theta_draws: varying(reps, d1),
+                gamma_draws: varying(reps, d2),
+            },
             d1,
             d2,
         )
@@ -460,11 +473,11 @@ fn batched_refits_match_single_refits() {
         let (data, hat, u) = large_problem(f32_storage);
         let reps = 6;
         let pre = super::batched::Preconditioner::at(&data, &hat);
-        let draw = |b| draws::labels(&u, 3, draws::Stream::Bootstrap, b);
+        let draw = |b| draws::labels(&u, 3, Stream::Bootstrap, b);
         let together =
             draws::batched_refits(&data, &pre, &hat, reps, draw, limits(1e-8, 50), None).unwrap();
         for (b, (p, converged)) in together.iter().enumerate() {
-            let sample = data.with_labels(draws::labels(&u, 3, draws::Stream::Bootstrap, b));
+            let sample = data.with_labels(draws::labels(&u, 3, Stream::Bootstrap, b));
             let one =
                 crate::fit::refit(&sample, hat.clone(), limits(1e-10, 50), None, None).unwrap();
             assert!(*converged);
@@ -522,7 +535,7 @@ fn largest_gap_in_standard_errors<'a>(
 }
 
 /// The batched refits' stopping rule keeps its promise: refits stopped at
-/// [`draws::REFIT_SE_TOL`] (gradient in standard errors of the information at the start `M`)
+/// [`crate::resample::REFIT_SE_TOL`] (gradient in standard errors of the information at the start `M`)
 /// lie within a few times that many standard errors (`SE(phi)^2 = phi^T M^-1 phi / n`) of
 /// their tight optima, for every coordinate and for the direction of the estimate
 /// (`alpha_hat`'s functional). The bound is exact in the metric of the refit's own Hessian;
@@ -533,9 +546,9 @@ fn largest_gap_in_standard_errors<'a>(
 fn batched_refits_stop_within_their_standard_error_tolerance() {
     let (data, hat, u) = large_problem(false);
     let pre = super::batched::Preconditioner::at(&data, &hat);
-    let draw = |b| draws::labels(&u, 5, draws::Stream::Resized, b);
+    let draw = |b| draws::labels(&u, 5, Stream::Resized, b);
     let run = |tol| draws::batched_refits(&data, &pre, &hat, 4, draw, limits(tol, 50), None);
-    let loose = run(draws::REFIT_SE_TOL).unwrap();
+    let loose = run(crate::resample::REFIT_SE_TOL).unwrap();
     let tight = run(1e-8).unwrap();
     assert!(loose.iter().chain(&tight).all(|(_, converged)| *converged));
     let worst = largest_gap_in_standard_errors(
@@ -545,7 +558,7 @@ fn batched_refits_stop_within_their_standard_error_tolerance() {
         loose.iter().map(|r| &r.0).zip(tight.iter().map(|r| &r.0)),
     );
     assert!(
-        worst <= 5.0 * draws::REFIT_SE_TOL,
+        worst <= 5.0 * crate::resample::REFIT_SE_TOL,
         "a functional moved {worst} standard errors"
     );
     // The loose refits did stop short of the tight optimum (the test is not vacuous).
@@ -563,9 +576,9 @@ fn batched_refits_stop_within_their_standard_error_tolerance() {
 fn batched_refits_refill_finished_places_with_the_same_draws() {
     let (data, hat, u) = large_problem(false);
     let pre = super::batched::Preconditioner::at(&data, &hat);
-    let draw = |b| draws::labels(&u, 11, draws::Stream::Bootstrap, b);
+    let draw = |b| draws::labels(&u, 11, Stream::Bootstrap, b);
     let run = |width| {
-        let tol = limits(draws::REFIT_SE_TOL, 50);
+        let tol = limits(crate::resample::REFIT_SE_TOL, 50);
         super::batched::batch(&data, &pre, &hat, (6, width), draw, tol, None).unwrap()
     };
     let (rolling, together) = (run(2), run(6));
@@ -582,7 +595,7 @@ fn batched_refits_refill_finished_places_with_the_same_draws() {
             .zip(together.iter().map(|r| &r.0)),
     );
     assert!(
-        worst <= 5.0 * draws::REFIT_SE_TOL,
+        worst <= 5.0 * crate::resample::REFIT_SE_TOL,
         "refilled and whole batches differ by {worst} standard errors"
     );
 }
@@ -608,8 +621,8 @@ fn preconditioner_from_the_model_matches_the_computed_one() {
     });
     let (a, b) = (computed.apply(&probe), seeded.apply(&probe));
     assert!((&a - &b).abs().max() <= 1e-8 * a.abs().max());
-    let draw = |b| draws::labels(&u, 5, draws::Stream::Bootstrap, b);
-    let tol = limits(draws::REFIT_SE_TOL, 50);
+    let draw = |b| draws::labels(&u, 5, Stream::Bootstrap, b);
+    let tol = limits(crate::resample::REFIT_SE_TOL, 50);
     let run = |pre| super::batched::batch(&data, pre, &hat, (4, 4), draw, tol, None).unwrap();
     let (x, y) = (run(&computed), run(&seeded));
     let worst = largest_gap_in_standard_errors(
@@ -619,7 +632,7 @@ fn preconditioner_from_the_model_matches_the_computed_one() {
         x.iter().map(|r| &r.0).zip(y.iter().map(|r| &r.0)),
     );
     assert!(
-        worst <= 5.0 * draws::REFIT_SE_TOL,
+        worst <= 5.0 * crate::resample::REFIT_SE_TOL,
         "{worst} standard errors apart"
     );
 }
@@ -631,7 +644,7 @@ fn batched_refits_are_deterministic_whatever_the_thread_count() {
     let pre = super::batched::Preconditioner::at(&data, &hat);
     let run = |threads| {
         crate::parallel::run_in_pool(threads, || {
-            let draw = |b| draws::labels(&u, 9, draws::Stream::Resized, b);
+            let draw = |b| draws::labels(&u, 9, Stream::Resized, b);
             draws::batched_refits(&data, &pre, &hat, 5, draw, limits(1e-7, 50), None).unwrap()
         })
         .unwrap()
@@ -657,7 +670,7 @@ fn bootstrap_draws_replicate_the_estimator_on_the_valley_shoulder() {
     // The estimator at the refits' iteration cap (where a resample's MLE is at infinity, more
     // iterations only go further along the valley).
     let capped = FitOptions {
-        max_iter: Some(draws::REFIT_MAX_ITER),
+        max_iter: Some(crate::resample::REFIT_MAX_ITER),
         ..options.clone()
     };
     let control = FitControl::default();
@@ -667,11 +680,11 @@ fn bootstrap_draws_replicate_the_estimator_on_the_valley_shoulder() {
         let u = draws::logits(data, est);
         (0..reps)
             .map(|b| {
-                let sample = data.with_labels(draws::labels(&u, seed, draws::Stream::Bootstrap, b));
+                let sample = data.with_labels(draws::labels(&u, seed, Stream::Bootstrap, b));
                 let warm = refit(
                     &sample,
                     est.clone(),
-                    limits(1e-7, draws::REFIT_MAX_ITER),
+                    limits(1e-7, crate::resample::REFIT_MAX_ITER),
                     None,
                     None,
                 );
@@ -701,29 +714,20 @@ fn bootstrap_draws_replicate_the_estimator_on_the_valley_shoulder() {
             (stuck_above > 0).then_some((data, f.params, runs))
         })
         .expect("a shoulder dataset with stuck warm refits among the first 100");
-    let settings = draws::Settings::new(&data, &options, None);
-    let set = draws::parametric(
-        &data,
-        &est,
-        &est,
-        reps,
-        seed,
-        draws::Stream::Bootstrap,
-        &settings,
-    )
-    .unwrap();
+    let refits = draws::Refits::new(crate::resample::Settings::new(&data, &options, None));
+    let set = draws::parametric(&data, &est, &est, reps, seed, Stream::Bootstrap, &refits).unwrap();
     let u = draws::logits(&data, &est);
     for (b, &(converged, _, best)) in runs.iter().enumerate() {
         if converged {
             continue;
         }
-        let sample = data.with_labels(draws::labels(&u, seed, draws::Stream::Bootstrap, b));
+        let sample = data.with_labels(draws::labels(&u, seed, Stream::Bootstrap, b));
         let draw = Params {
-            theta: set.theta[b * 3..(b + 1) * 3]
+            theta: set.theta()[b * 3..(b + 1) * 3]
                 .iter()
                 .map(|&v| f64::from(v))
                 .collect(),
-            gamma: set.gamma[b * 2..(b + 1) * 2]
+            gamma: set.gamma()[b * 2..(b + 1) * 2]
                 .iter()
                 .map(|&v| f64::from(v))
                 .collect(),

@@ -1,60 +1,17 @@
-//! The four kinds of cluster draws (see the module docs of [`crate::cluster`]).
+//! The two cluster jackknives' draws (see the module docs of [`crate::cluster`]).
 
 use super::clusters::Clusters;
 use super::identified::Obstacle;
-use crate::calibrate::draws::{draw_seed, warm_refit, Settings, Stream};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::fit::FitOptions;
-use crate::likelihood::{cluster_score_sums, nll_and_gradient, observed_hessian};
-use crate::linalg::{first_bad_pivot, matmul, spd_inverse};
+use crate::likelihood::{nll_and_gradient, observed_hessian};
+use crate::linalg::{first_bad_pivot, spd_inverse};
 use crate::model::Params;
+use crate::resample::{warm_refit, Draws, Settings};
 use nalgebra::{DMatrix, DVector};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use std::sync::atomic::AtomicBool;
-
-/// Estimates of `(theta, gamma)` stacked (theta first), one row of `p = d1 + d2` per cluster or
-/// resample, row-major; and how many of the refits behind them did not converge.
-#[derive(Debug, Clone, PartialEq)]
-#[doc(hidden)] // reached through `crate::internals` only
-pub struct ClusterDraws {
-    /// `k x p`, row-major.
-    pub values: Vec<f64>,
-    /// `p = d1 + d2`.
-    pub p: usize,
-    /// Refits that converged from neither the warm start nor the estimator's own starts (0 for
-    /// the refit-free methods).
-    pub diverged: usize,
-}
-
-impl ClusterDraws {
-    /// Number of draws.
-    pub(crate) fn len(&self) -> usize {
-        self.values.len() / self.p.max(1)
-    }
-
-    /// The draws' theta (`k x d1`) and gamma (`k x (p - d1)`) blocks in `f32`, row-major (as
-    /// a [`crate::calibrate::Calibration`] stores them).
-    pub(crate) fn split_f32(&self, d1: usize) -> (Vec<f32>, Vec<f32>) {
-        let mut theta = Vec::with_capacity(self.len() * d1);
-        let mut gamma = Vec::with_capacity(self.len() * (self.p - d1));
-        for row in self.values.chunks_exact(self.p) {
-            theta.extend(row[..d1].iter().map(|&v| v as f32));
-            gamma.extend(row[d1..].iter().map(|&v| v as f32));
-        }
-        (theta, gamma)
-    }
-
-    /// `a . b_g` for every draw `g` (`a` of length `p`).
-    pub fn projections(&self, a: &[f64]) -> Vec<f64> {
-        self.values
-            .chunks_exact(self.p)
-            .map(|row| crate::linalg::dot(a, row))
-            .collect()
-    }
-}
 
 /// Per cluster: the summed NLL gradient `s_g` and the summed observed Hessian `H_g` at
 /// `params` (one pass over each cluster's rows).
@@ -76,49 +33,16 @@ fn cluster_sums(
         .collect()
 }
 
-/// Stacks `b + delta_g` for every `delta_g`.
-fn shifted(params: &Params, deltas: Vec<DVector<f64>>) -> ClusterDraws {
+/// The draws `b + delta_g`, one per `delta_g`.
+fn shifted(params: &Params, deltas: Vec<DVector<f64>>) -> Draws {
     let b = params.stacked();
-    let p = b.len();
-    let mut values = Vec::with_capacity(deltas.len() * p);
+    let d1 = params.theta.len();
+    let mut out = Draws::with_capacity(deltas.len(), d1, params.gamma.len());
     for d in deltas {
-        values.extend(b.iter().zip(d.iter()).map(|(x, y)| x + y));
+        let v: Vec<f64> = b.iter().zip(d.iter()).map(|(x, y)| x + y).collect();
+        out.push(&v[..d1], &v[d1..], true);
     }
-    ClusterDraws {
-        values,
-        p,
-        diverged: 0,
-    }
-}
-
-/// `b + H^-1 s_g` for every cluster `g` (`H` the observed Hessian summed over all rows, `s_g`
-/// cluster `g`'s summed NLL gradient), at the estimate `params`: the spread of these draws is
-/// the CR0 cluster-robust covariance `H^-1 (sum_g s_g s_g^T) H^-1` (the scores sum to 0 at
-/// the estimate).
-///
-/// Errors: [`crate::Error::SingularInformation`] when `H` is not positive definite.
-pub fn sandwich(data: &Dataset, params: &Params, clusters: &Clusters) -> Result<ClusterDraws> {
-    sandwich_with(observed_hessian(data, params), data, params, clusters)
-}
-
-/// [`sandwich`] with the observed Hessian `hessian` (the mean over the samples, as
-/// [`observed_hessian`] returns it) already computed: one pass for the clusters' summed
-/// scores, one factorisation and inverse of `H`, and one GEMM `H^-1 [s_1 .. s_G]`.
-pub(crate) fn sandwich_with(
-    hessian: DMatrix<f64>,
-    data: &Dataset,
-    params: &Params,
-    clusters: &Clusters,
-) -> Result<ClusterDraws> {
-    let h_inv = spd_inverse(&(hessian * data.n() as f64), "the observed Hessian")?;
-    let (ids, sums) = cluster_score_sums(data, params);
-    debug_assert_eq!(ids.len(), clusters.len(), "both in increasing id order");
-    let scores = DMatrix::from_vec(data.n_params(), ids.len(), sums);
-    let deltas = matmul(&h_inv, &scores);
-    Ok(shifted(
-        params,
-        deltas.column_iter().map(|c| c.into_owned()).collect(),
-    ))
+    out
 }
 
 /// `b_(g) = b + (H - H_g)^-1 s_g` for every cluster `g`: one Newton step of the fit without
@@ -132,7 +56,7 @@ pub fn one_step_jackknife(
     data: &Dataset,
     params: &Params,
     clusters: &Clusters,
-) -> Result<std::result::Result<ClusterDraws, Obstacle>> {
+) -> Result<std::result::Result<Draws, Obstacle>> {
     let h = observed_hessian(data, params) * data.n() as f64;
     let sums = cluster_sums(data, params, clusters);
     let deltas: Vec<std::result::Result<DVector<f64>, Obstacle>> = sums
@@ -153,6 +77,20 @@ pub fn one_step_jackknife(
     Ok(deltas.map(|d| shifted(params, d)))
 }
 
+/// Why the one-step jackknife cannot run on the estimate `params` of `data` — the first
+/// annotator whose leave-one-out observed Hessian is not positive definite and the
+/// coefficient at its pivot, in plain words — or `None` when it can (or the data have no
+/// cluster ids). What the command-line program prints beside `auto`'s fallback to the exact
+/// jackknife (the model file records the fallback as `cluster-jackknife` with `requested =
+/// auto`; this names the annotator). `O(n p^2 + G p^3)`.
+pub fn one_step_obstacle(data: &Dataset, params: &crate::model::Params) -> Option<String> {
+    let clusters = Clusters::of(data).ok()?;
+    match one_step_jackknife(data, params, &clusters) {
+        Ok(Err(obstacle)) => Some(obstacle.describe(data.d1())),
+        _ => None,
+    }
+}
+
 /// The exact leave-one-cluster-out estimates (CV3): each refit of the data without cluster
 /// `g` warm-started at `params` (the full estimate), solved again by the estimator's own
 /// starts (`estimator`) when it does not converge, as the parametric bootstrap's refits.
@@ -164,7 +102,7 @@ pub fn jackknife(
     clusters: &Clusters,
     estimator: &FitOptions,
     cancel: Option<&AtomicBool>,
-) -> Result<ClusterDraws> {
+) -> Result<Draws> {
     let settings = Settings::new(data, estimator, cancel);
     let runs: Result<Vec<(Params, bool)>> = (0..clusters.len())
         .into_par_iter()
@@ -176,47 +114,9 @@ pub fn jackknife(
             )
         })
         .collect();
-    Ok(collect(runs?, params.stacked().len()))
-}
-
-/// `reps` cluster (pairs) bootstrap estimates: `G` clusters drawn with replacement (resample
-/// `b` from its own seeded stream), their rows refitted warm-started at `params` with the
-/// estimator's fallback. Deterministic for a seed, whatever the thread count.
-///
-/// Errors: [`crate::Error::Cancelled`].
-pub fn pairs_bootstrap(
-    data: &Dataset,
-    params: &Params,
-    clusters: &Clusters,
-    reps: usize,
-    seed: u64,
-    estimator: &FitOptions,
-    cancel: Option<&AtomicBool>,
-) -> Result<ClusterDraws> {
-    let settings = Settings::new(data, estimator, cancel);
-    let g = clusters.len();
-    let runs: Result<Vec<(Params, bool)>> = (0..reps)
-        .into_par_iter()
-        .map(|b| {
-            let mut rng = ChaCha8Rng::seed_from_u64(draw_seed(seed, Stream::ClusterBootstrap, b));
-            let rows: Vec<usize> = (0..g)
-                .flat_map(|_| clusters.rows(rng.random_range(0..g)).iter().copied())
-                .collect();
-            warm_refit(&data.select_rows(&rows), params, &settings)
-        })
-        .collect();
-    Ok(collect(runs?, params.stacked().len()))
-}
-
-fn collect(runs: Vec<(Params, bool)>, p: usize) -> ClusterDraws {
-    let mut out = ClusterDraws {
-        values: Vec::with_capacity(runs.len() * p),
-        p,
-        diverged: 0,
-    };
-    for (params, converged) in runs {
-        out.values.extend(params.stacked());
-        out.diverged += usize::from(!converged);
-    }
-    out
+    Ok(Draws::collect(
+        runs?,
+        params.theta.len(),
+        params.gamma.len(),
+    ))
 }

@@ -1,4 +1,4 @@
-//! Which coefficients rest on one annotator (issue 31): the detector the cluster jackknives
+//! Which coefficients rest on one annotator: the detector the cluster jackknives
 //! run before their draws, so that a coefficient the data without one cluster cannot estimate
 //! is named with the annotator that carries it instead of failing at an anonymous pivot or
 //! being hidden by a refit's fallback.
@@ -119,18 +119,4 @@ pub(crate) fn describe_all(obstacles: &[Obstacle], d1: usize) -> Option<String> 
             .collect::<Vec<_>>()
             .join("; ")
     })
-}
-
-/// Why the one-step jackknife cannot run on the estimate `params` of `data` — the first
-/// annotator whose leave-one-out observed Hessian is not positive definite and the
-/// coefficient at its pivot, in plain words — or `None` when it can (or the data have no
-/// cluster ids). What the command-line program prints beside `auto`'s fallback to the exact
-/// jackknife (the model file records the fallback as `cluster-jackknife` with `requested =
-/// auto`; this names the annotator). `O(n p^2 + G p^3)`.
-pub fn one_step_obstacle(data: &Dataset, params: &crate::model::Params) -> Option<String> {
-    let clusters = Clusters::of(data).ok()?;
-    match super::one_step_jackknife(data, params, &clusters) {
-        Ok(Err(obstacle)) => Some(obstacle.describe(data.d1())),
-        _ => None,
-    }
 }

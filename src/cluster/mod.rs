@@ -1,24 +1,20 @@
-//! Cluster-aware uncertainty (issue 20): annotators judge many pairs and differ beyond their
+//! Cluster-aware uncertainty: annotators judge many pairs and differ beyond their
 //! covariates, so one annotator's judgments are dependent and intervals that assume
 //! independent comparisons (Wald, the parametric bootstraps of [`crate::calibrate`])
 //! under-cover.
 //!
-//! Every method here produces one set of *cluster draws* — estimates `b_g` of `(theta, gamma)`,
-//! one per cluster or per resample — from which any linear functional `a . b` (a coefficient,
-//! a reward, a difference of rewards, a rationality) gets its interval (`interval::interval`, beside the one interval rule):
+//! Both cluster jackknives produce one set of draws ([`crate::resample::Draws`]): estimates
+//! `b_(g)` of `(theta, gamma)` without cluster `g`, one per cluster, from which any linear
+//! functional `a . b` (a coefficient, a reward, a difference of rewards, a rationality) gets
+//! its interval by the jackknife rule (`interval::Rule::Jackknife`):
 //!
-//! * [`sandwich`](draws::sandwich): `b + H^-1 s_g` with `s_g` the summed scores of cluster `g` and `H` the
-//!   observed Hessian (sums over all rows). Their spread `sum_g (v_g - v_bar)^2` is the CR0
-//!   cluster-robust variance; times `G/(G-1) (n-1)/(n-p)` it is CR1.
 //! * [`one_step_jackknife`]: `b_(g) = b + (H - H_g)^-1 s_g`, one Newton step of the fit without
 //!   cluster `g` from the full estimate (the leverage-corrected sandwich, CR3 of Bell &
 //!   McCaffrey 2002 / MacKinnon, Nielsen & Webb 2023 in the linear model). `O(n p^2 + G p^3)`,
 //!   no refits.
 //! * [`jackknife`]: the exact leave-one-cluster-out refits (CV3), warm-started at the full
-//!   estimate through the estimator's refit (`crate::calibrate::draws`: the same solver, its
-//!   fallback to the estimator's own starts).
-//! * [`pairs_bootstrap`](draws::pairs_bootstrap): clusters resampled with replacement, each resample refitted the
-//!   same way.
+//!   estimate through the refit of the resampling layer (`crate::resample::warm_refit`: the
+//!   same solver and fallback to the estimator's own starts as the parametric bootstrap).
 //!
 //! `identified` names the coefficients that rest on one annotator (the detector every
 //! cluster method runs first, and the reason `auto` falls back to the exact jackknife).
@@ -30,8 +26,7 @@
 //! command-line program does: no second Gram product).
 //!
 //! The jackknife variance is `(G-1)/G sum_g (v_g - v_bar)^2`; quantiles are Student's t with
-//! `G - 1` degrees of freedom (`Df::Fixed`) or an effective number of clusters of the
-//! functional (`Df::Effective`).
+//! `G - 1` degrees of freedom.
 
 mod clusters;
 pub(crate) mod draws;
@@ -39,14 +34,11 @@ mod heterogeneity;
 pub(crate) mod identified;
 
 pub use clusters::{Clusters, MAX_CLUSTERS, MIN_CLUSTERS};
-#[cfg(test)]
-pub(crate) use draws::sandwich;
-pub use draws::ClusterDraws;
+pub use draws::one_step_obstacle;
 pub(crate) use draws::{jackknife, one_step_jackknife};
 pub use heterogeneity::{
     heterogeneity, heterogeneity_of_fit, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING,
 };
-pub use identified::one_step_obstacle;
 
 #[cfg(test)]
 mod tests;

@@ -1,11 +1,10 @@
-use super::draws::pairs_bootstrap;
 use super::*;
 use crate::covariance::{covariance_factors, CovarianceKind};
 use crate::data::Dataset;
 use crate::estimator::EstimatorOptions;
 use crate::fit::{fit, FitControl, FitOptions, Init};
-use crate::interval::effective_df;
-use crate::interval::{interval, Center, Df, Spread};
+use crate::interval::{effective_df, Functional, Rule, Target};
+use crate::resample::Draws;
 use crate::sim::annotator_effects;
 
 fn fitted(g: usize, m: usize, tau: f64, seed: u64) -> (Dataset, crate::Params) {
@@ -16,10 +15,25 @@ fn fitted(g: usize, m: usize, tau: f64, seed: u64) -> (Dataset, crate::Params) {
     (data, params)
 }
 
-/// Column covariance `c sum_g (v_g - v_bar)(v_g - v_bar)^T` of the draws.
-fn spread(d: &ClusterDraws, c: f64) -> DMatrix<f64> {
-    let k = d.len();
-    let m = DMatrix::from_row_slice(k, d.p, &d.values);
+/// The sandwich draws `b + H^-1 s_g`, one row per cluster `g` (`H` the observed Hessian
+/// summed over all rows, `s_g` cluster `g`'s summed NLL gradient, computed on its own rows):
+/// their spread is the CR0 cluster-robust covariance `H^-1 (sum_g s_g s_g^T) H^-1`.
+fn sandwich(data: &Dataset, params: &crate::Params, clusters: &Clusters) -> DMatrix<f64> {
+    let h = crate::likelihood::observed_hessian(data, params) * data.n() as f64;
+    let h_inv = crate::linalg::spd_inverse(&h, "test").unwrap();
+    let b = nalgebra::DVector::from_vec(params.stacked());
+    let mut rows = DMatrix::zeros(clusters.len(), b.len());
+    for g in 0..clusters.len() {
+        let sub = data.select_rows(clusters.rows(g));
+        let grad = crate::likelihood::nll_and_gradient(&sub, params).1;
+        let s = nalgebra::DVector::from_vec(grad) * sub.n() as f64;
+        rows.set_row(g, &(&b + &h_inv * s).transpose());
+    }
+    rows
+}
+
+/// Column covariance `c sum_g (v_g - v_bar)(v_g - v_bar)^T` of the draws (one per row).
+fn spread(m: &DMatrix<f64>, c: f64) -> DMatrix<f64> {
     let mean = m.row_mean();
     let mut centred = m.clone();
     for mut row in centred.row_iter_mut() {
@@ -30,12 +44,13 @@ fn spread(d: &ClusterDraws, c: f64) -> DMatrix<f64> {
 
 use nalgebra::DMatrix;
 
+/// The `cluster` covariance kind is the spread of the sandwich draws (CR0).
 #[test]
 fn sandwich_draws_spread_is_the_cluster_robust_covariance() {
     let (data, params) = fitted(30, 20, 0.5, 1);
     let clusters = Clusters::of(&data).unwrap();
     assert_eq!(clusters.len(), 30);
-    let d = sandwich(&data, &params, &clusters).unwrap();
+    let d = sandwich(&data, &params, &clusters);
     let cov = spread(&d, 1.0);
     let f = covariance_factors(&data, &params, CovarianceKind::Cluster).unwrap();
     let tt = &f.theta_factor * f.theta_factor.transpose();
@@ -44,39 +59,13 @@ fn sandwich_draws_spread_is_the_cluster_robust_covariance() {
     assert!(close(&cov.view((6, 6), (2, 2)).into_owned(), &f.gamma_cov));
 }
 
-/// The draws are `b + H^-1 s_g` with `s_g` each cluster's summed NLL gradient, computed here
-/// cluster by cluster on its own rows (the definition; `sandwich` takes all the clusters'
-/// summed scores in one pass and one GEMM).
-#[test]
-fn sandwich_draws_are_one_newton_step_from_each_cluster_score() {
-    let (data, params) = fitted(12, 25, 0.3, 3);
-    let clusters = Clusters::of(&data).unwrap();
-    let d = sandwich(&data, &params, &clusters).unwrap();
-    let h = crate::likelihood::observed_hessian(&data, &params) * data.n() as f64;
-    let h_inv = crate::linalg::spd_inverse(&h, "test").unwrap();
-    let b = params.stacked();
-    for g in 0..clusters.len() {
-        let sub = data.select_rows(clusters.rows(g));
-        let grad = crate::likelihood::nll_and_gradient(&sub, &params).1;
-        let s = nalgebra::DVector::from_vec(grad) * sub.n() as f64;
-        let want = &h_inv * s;
-        for (k, w) in want.iter().enumerate() {
-            let got = d.values[g * d.p + k] - b[k];
-            assert!(
-                (got - w).abs() <= 1e-10 * (1.0 + w.abs()),
-                "{g} {k}: {got} vs {w}"
-            );
-        }
-    }
-}
-
 #[test]
 fn jackknife_refits_are_the_fits_without_each_cluster_and_one_step_approximates_them() {
     let (data, params) = fitted(20, 40, 0.4, 2);
     let clusters = Clusters::of(&data).unwrap();
     let options = FitOptions::default();
     let exact = jackknife(&data, &params, &clusters, &options, None).unwrap();
-    assert_eq!((exact.len(), exact.diverged), (20, 0));
+    assert_eq!((exact.len(), exact.diverged()), (20, 0));
     let approx = one_step_jackknife(&data, &params, &clusters)
         .unwrap()
         .unwrap();
@@ -94,11 +83,14 @@ fn jackknife_refits_are_the_fits_without_each_cluster_and_one_step_approximates_
         .unwrap()
         .params
         .stacked();
-        let row = &exact.values[g * 8..(g + 1) * 8];
-        let one = &approx.values[g * 8..(g + 1) * 8];
+        let (row, one) = (exact.row(g), approx.row(g));
         let max = |f: &dyn Fn(usize) -> f64| (0..8).map(f).fold(0.0f64, f64::max);
         for j in 0..8 {
-            assert!((row[j] - own[j]).abs() < 1e-6, "cluster {g} coef {j}");
+            // The draws are stored in f32.
+            assert!(
+                (row[j] - own[j]).abs() < 1e-6 * (1.0 + own[j].abs()),
+                "cluster {g} coef {j}"
+            );
         }
         // The one-step error is second order: far below the cluster's influence.
         let step = max(&|j| (row[j] - b[j]).abs());
@@ -108,44 +100,6 @@ fn jackknife_refits_are_the_fits_without_each_cluster_and_one_step_approximates_
             "cluster {g}: one-step error {error}, step {step}"
         );
     }
-}
-
-#[test]
-fn pairs_bootstrap_is_deterministic_whatever_the_thread_count() {
-    let (data, params) = fitted(15, 20, 0.3, 3);
-    let clusters = Clusters::of(&data).unwrap();
-    let run = |threads| {
-        crate::parallel::run_in_pool(threads, || {
-            pairs_bootstrap(
-                &data,
-                &params,
-                &clusters,
-                20,
-                9,
-                &FitOptions::default(),
-                None,
-            )
-        })
-        .unwrap()
-        .unwrap()
-    };
-    let (one, two) = (run(1), run(2));
-    assert_eq!(one, two);
-    assert_eq!(one.len(), 20);
-    let other = crate::parallel::run_in_pool(1, || {
-        pairs_bootstrap(
-            &data,
-            &params,
-            &clusters,
-            20,
-            10,
-            &FitOptions::default(),
-            None,
-        )
-    })
-    .unwrap()
-    .unwrap();
-    assert_ne!(one, other);
 }
 
 #[test]
@@ -171,49 +125,18 @@ fn clusters_need_ids_and_at_least_three() {
         .contains("at least 3"));
 }
 
+/// The jackknife rule: `hat +- t(G-1) sqrt((G-1)/G sum (v - v_bar)^2)`, centred at the
+/// estimate; the effective number of clusters of a functional.
 #[test]
 fn interval_formulas() {
     // Draws 1, 2, 3, 6: mean 3, sum of squares 14.
     let v = [1.0, 2.0, 3.0, 6.0];
     let q3 = crate::stats::t_critical_value(0.05, 3.0);
-    let jk = interval(
-        4.0,
-        &v,
-        Spread::Jackknife,
-        Center::Estimate,
-        Df::Fixed(3.0),
-        0.05,
-    );
+    let jk = jackknife_interval(4.0, &v, 3.0);
     let se = (14.0f64 * 3.0 / 4.0).sqrt();
     assert!((jk.se - se).abs() < 1e-12);
+    assert_eq!(jk.reward, 4.0);
     assert!((jk.lower - (4.0 - q3 * se)).abs() < 1e-12);
-    let bc = interval(
-        4.0,
-        &v,
-        Spread::Jackknife,
-        Center::BiasCorrected,
-        Df::Fixed(3.0),
-        0.05,
-    );
-    assert!((bc.reward - (16.0 - 9.0)).abs() < 1e-12);
-    let sw = interval(
-        4.0,
-        &v,
-        Spread::Sandwich(2.0),
-        Center::Estimate,
-        Df::Fixed(3.0),
-        0.05,
-    );
-    assert!((sw.se - 28f64.sqrt()).abs() < 1e-12);
-    let bs = interval(
-        4.0,
-        &v,
-        Spread::Bootstrap,
-        Center::Estimate,
-        Df::Fixed(3.0),
-        0.05,
-    );
-    assert!((bs.se - (14.0f64 / 3.0).sqrt()).abs() < 1e-12);
     // Effective df: deviations -2, -1, 0, 3 -> sum w^2 = 14, sum w^4 = 16 + 1 + 81 = 98.
     assert!((effective_df(&v, 1.0) - 196.0 / 98.0).abs() < 1e-12);
     assert_eq!(effective_df(&v, 3.0), 3.0); // 6 capped at G - 1
@@ -251,14 +174,19 @@ fn the_model_intervals_are_the_jackknife_intervals_and_auto_follows_the_cluster_
     for c in 0..8 {
         let mut a = vec![0.0; 8];
         a[c] = 1.0;
-        let want = interval(
-            b[c],
-            &d.projections(&a),
-            Spread::Jackknife,
-            Center::Estimate,
-            Df::Fixed(24.0),
-            0.05,
-        );
+        let values: Vec<f64> = (0..d.len())
+            .map(|g| d.row(g).iter().zip(&a).map(|(x, y)| x * y).sum())
+            .collect();
+        let mean = values.iter().sum::<f64>() / 25.0;
+        let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
+        let se = (ss * 24.0 / 25.0).sqrt();
+        let q = crate::stats::t_critical_value(0.05, 24.0);
+        let want = crate::RewardInterval {
+            reward: b[c],
+            se,
+            lower: b[c] - q * se,
+            upper: b[c] + q * se,
+        };
         let got = if c < 6 {
             model.theta_interval(c, 0.05)
         } else {
@@ -313,7 +241,7 @@ fn heterogeneity_warns_when_annotators_differ_and_not_when_they_do_not() {
     );
     // The design effects are the CR1 / expected-information variance ratios.
     let cl = Clusters::of(&data).unwrap();
-    let d = sandwich(&data, &params, &cl).unwrap();
+    let d = sandwich(&data, &params, &cl);
     let cr1 = 40.0 / 39.0 * (1599.0 / 1592.0);
     let robust = spread(&d, cr1);
     let model = covariance_factors(&data, &params, CovarianceKind::Expected).unwrap();
@@ -361,7 +289,7 @@ fn heterogeneity_from_the_models_factor_equals_the_direct_sandwich() {
         let (n, p) = (data.n() as f64, data.n_params() as f64);
         let gf = g as f64;
         let robust = spread(
-            &sandwich(&data, &params, &cl).unwrap(),
+            &sandwich(&data, &params, &cl),
             gf / (gf - 1.0) * (n - 1.0) / (n - p),
         );
         let f = covariance_factors(&data, &params, CovarianceKind::Expected).unwrap();
@@ -520,4 +448,33 @@ fn a_coefficient_carried_by_one_annotator_is_named_not_hidden() {
         );
         assert!(err.contains("--intervals wald"), "{err}");
     }
+}
+
+/// The interval the jackknife rule gives a functional with estimate `hat` and values `v` at
+/// the draws, at t(`df`).
+fn jackknife_interval(hat: f64, v: &[f64], df: f64) -> crate::RewardInterval {
+    Rule::Jackknife { df }
+        .estimate(
+            Functional {
+                estimate: hat,
+                target: Target::Theta,
+                wald_se: || unreachable!("the jackknife asks for no Wald SE"),
+                draws: || v.to_vec(),
+            },
+            0.05,
+        )
+        .interval
+}
+
+/// Stored draws are checked for their shape and diverged count.
+#[test]
+fn stored_draws_are_checked_for_shape() {
+    assert!(Draws::new((2, 3, 1), vec![0.0; 6], vec![0.0; 2], 0).is_ok());
+    let e = Draws::new((2, 3, 1), vec![0.0; 5], vec![0.0; 2], 0).unwrap_err();
+    assert!(
+        e.contains("`theta draws`: 5 values, not B x 3 = 2 x 3"),
+        "{e}"
+    );
+    let e = Draws::new((2, 3, 1), vec![0.0; 6], vec![0.0; 2], 3).unwrap_err();
+    assert!(e.contains("`diverged` = 3"), "{e}");
 }

@@ -477,7 +477,7 @@ fn fit_in_pool(
         },
         ..Diagnostics::default()
     };
-    let mut rng = crate::sim::rng(options.seed);
+    let mut rng = crate::rng::rng(options.seed);
     // Iterations spent finding the first start (the homogeneous fit) count towards it.
     // Newton-CG's data preconditioner, the context of every Newton-CG run of this fit (the
     // homogeneous start and the joint runs): built once, here, and handed to each. Then the

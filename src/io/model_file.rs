@@ -27,7 +27,9 @@
 //! Saving writes a temporary file next to the target and renames it over the target, so a
 //! crash never leaves a half-written model under the target name.
 
-use crate::calibrate::{any_draw_count, check_draw_count, Calibration, IntervalMethod, Parts};
+use crate::calibrate::{
+    any_draw_count, check_draw_count, Calibration, IntervalMethod, Method, Parts,
+};
 use crate::codes::Coded;
 use crate::covariance::CovarianceKind;
 use crate::error::{Error, Result};
@@ -121,16 +123,31 @@ pub fn from_bytes(bytes: &[u8], name: &str) -> Result<RewardModel> {
     parse_payload(payload, version).map_err(|detail| inconsistent(name, &detail))
 }
 
-/// Appends the version-2 interval section.
+/// Appends the version-2 interval section: every method in one flat record, the figures a
+/// method does not estimate written as 1 (`shrink`, `alpha_hat`), seeds it has none of as 0,
+/// and a bias it does not estimate as `d2` zeros (none for Wald).
 fn write_calibration(p: &mut Vec<u8>, c: &Calibration) {
+    let (seed, shrink, alpha_hat, bias) = match c.resolved() {
+        Method::Wald | Method::Jackknife { .. } => (0, 1.0, 1.0, None),
+        Method::Percentile { seed, .. } => (*seed, 1.0, 1.0, None),
+        Method::Resized {
+            seed,
+            shrink,
+            alpha_hat,
+            gamma_bias,
+            ..
+        } => (*seed, *shrink, *alpha_hat, Some(gamma_bias.as_slice())),
+    };
+    let d2 = c.dims().map_or(0, |(_, d2)| d2);
+    let zeros = vec![0.0; d2];
     p.push(byte(c.requested()));
     p.push(byte(c.method()));
-    for v in [c.reps() as u64, c.seed(), c.diverged() as u64] {
+    for v in [c.reps() as u64, seed, c.diverged() as u64] {
         p.extend(v.to_le_bytes());
     }
-    for v in [c.shrink(), c.alpha_hat(), c.c_hat()]
+    for v in [shrink, alpha_hat, c.c_hat()]
         .iter()
-        .chain(c.gamma_bias())
+        .chain(bias.unwrap_or(&zeros))
     {
         p.extend(v.to_le_bytes());
     }
