@@ -35,8 +35,9 @@
 
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::{Error, Result};
+use crate::fit::block_cg::{forcing, LANDING, MAX_CG_ITERATIONS};
 use crate::fit::line_search::backtrack;
-use crate::fit::newton_cg::{forcing, single_precision, LANDING, MAX_CG_ITERATIONS};
+use crate::fit::newton_cg::single_precision;
 use crate::fit::{finite_point, stop_reason, Limits, Termination};
 use crate::likelihood::expected_information;
 use crate::linalg::{

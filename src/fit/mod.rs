@@ -26,6 +26,7 @@
 //! Results are deterministic for a seed whatever the thread count (see [`crate::parallel`]).
 
 pub(crate) mod agd;
+pub(crate) mod block_cg;
 pub(crate) mod in_memory;
 pub(crate) mod iteration;
 pub(crate) mod line_search;
