@@ -543,17 +543,9 @@ pub(crate) fn batch(
         next += room;
         evaluate(data, pre, &mut refits, &fresh);
         for r in refits.iter_mut().filter(|r| r.done.is_none()) {
-            r.done = if !finite_point(&r.params, r.nll, &r.grad) {
-                Some(Termination::Diverged)
-            } else {
-                stop_reason(
-                    r.grad_in_standard_errors(),
-                    r.nll,
-                    tol,
-                    r.iterations,
-                    max_iter,
-                )
-            };
+            let finite = finite_point(&r.params, r.nll, &r.grad);
+            let measure = r.grad_in_standard_errors();
+            r.done = stop_reason(finite, measure, r.nll, tol, r.iterations, max_iter);
         }
         for r in std::mem::take(&mut refits) {
             match r.done {
@@ -587,9 +579,6 @@ pub(crate) fn batch(
                 let r = &refits[b];
                 let d = &dirs[j];
                 let slope = dot(d, &r.grad);
-                if slope.is_nan() || slope >= 0.0 {
-                    return None;
-                }
                 let dtj: Vec<f64> = (0..n).map(|i| dt[i * k + j]).collect();
                 let ds: Vec<f64> = (0..n).map(|i| dot(&d[d1..], data.psi_row(i))).collect();
                 // No pass over the data per trial: z . theta and sigma move linearly.

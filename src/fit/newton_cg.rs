@@ -31,8 +31,7 @@
 //! [`crate::linalg`]): the iterates do not depend on the thread count.
 
 use super::block_cg::{self, Landing, Metric, Operator, System};
-use super::iteration::{Solver, Step};
-use super::line_search::backtrack;
+use super::iteration::{line_step, Solver, Step};
 use super::objective::{Free, Objective};
 use super::state::State;
 use crate::data::{Dataset, FeatureMatrix};
@@ -236,17 +235,7 @@ impl<O: Objective + ?Sized> Solver<O> for NewtonCg {
         self.stats.fisher_steps += usize::from(solution.fisher);
         let direction = solution.direction;
         let slope = dot(&direction, &g);
-        if slope.is_nan() || slope >= 0.0 {
-            return Ok(Step::Stalled);
-        }
-        let free = self.free;
-        let accepted = backtrack(state.nll, slope, |t| {
-            objective.trial(free.along(&state.params, &direction, t))
-        })?;
-        Ok(match accepted {
-            Some(trial) => Step::Moved(objective.accept(trial)?),
-            None => Step::Stalled,
-        })
+        line_step(objective, state, self.free, &direction, slope)
     }
 
     fn free(&self) -> Free {
