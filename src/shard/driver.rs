@@ -33,7 +33,7 @@ use crate::fit::newton_cg::{CgStats, NewtonCg};
 use crate::fit::objective::{Free, Objective};
 use crate::fit::{
     homogeneous_start, run_solver, Fit, FitControl, FitOptions, FitReport, Init, Limits,
-    NewtonVariant, Run, SolverKind, State, Termination, DENSE_NEWTON_MAX_PARAMS,
+    NewtonVariant, Run, SolverKind, State,
 };
 use crate::fitted::RewardModel;
 use crate::likelihood::Curvature;
@@ -231,11 +231,7 @@ pub(crate) fn fit_shards<'a>(
             "the distributed fit runs the newton solver only",
         ));
     }
-    let variant = match variant {
-        NewtonVariant::Auto if d1 + d2 <= DENSE_NEWTON_MAX_PARAMS => NewtonVariant::Dense,
-        NewtonVariant::Auto => NewtonVariant::Cg,
-        v => v,
-    };
+    let variant = variant.resolve(d1 + d2);
     let mut driver = Driver {
         oracle,
         d1,
@@ -272,18 +268,14 @@ pub(crate) fn fit_shards<'a>(
     };
     let run = driver.run(Free::All, at, limits, control)?;
     let grad_norm = dot(&run.state.grad, &run.state.grad).sqrt();
-    let report = FitReport {
-        solver: SolverKind::Newton,
-        iterations: run.iterations,
-        total_iterations: prelude + run.iterations,
-        starts: 1,
-        converged: run.termination == Termination::Converged,
-        termination: run.termination,
+    let report = FitReport::new(
+        options,
+        &run,
         grad_norm,
-        neg_loglik: run.state.nll,
-        seconds: started.elapsed().as_secs_f64(),
-        tol: options.tol,
-    };
+        prelude + run.iterations,
+        1,
+        started,
+    );
     let fit = Fit {
         params: run.state.params,
         report,
