@@ -9,15 +9,19 @@
 //! convergence rule (`Estimator::accept`) applies `require_converged`,
 //! [`RewardModel::from_estimate`] computes the covariance at it, and `calibrate::calibrate` runs
 //! the interval method's refits from the estimate and the Wald factor (it never sees a model).
-//! The command-line program, the C fitter, the distributed fit (its own fit, the same
-//! convergence rule), the demo and [`RewardModel::estimate`] all go through it.
+//! The distributed fit runs the same steps with the shards' sums
+//! (`Estimator::estimate_distributed`: the fit over an oracle, the convergence rule, the
+//! covariance round). The command-line program, the C fitter, the C distributed fit, the demo
+//! and [`RewardModel::estimate`] all go through it.
 
 use crate::calibrate::{self, IntervalMethod, IntervalOptions};
 use crate::covariance::CovarianceKind;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::fit::NewtonVariant;
 use crate::fit::{fit, FitControl, FitOptions, FitReport};
 use crate::fitted::RewardModel;
+use crate::shard::driver::{fit_shards, Oracle, Rounds};
 use std::sync::atomic::AtomicBool;
 
 /// Everything the estimator is configured by. `fit.seed` is the one seed: it seeds the fit's
@@ -103,13 +107,39 @@ impl Estimator {
         })?
     }
 
-    /// The convergence rule, the only place `require_converged` is applied (the in-memory
-    /// pipeline and the distributed fit): a fit whose report says it did not converge is
-    /// [`Error::NotConverged`], explained by [`FitReport::shortfall`], when the options ask for
-    /// convergence.
+    /// [`Estimator::estimate`] over shards held elsewhere, whose sums the `oracle` answers
+    /// ([`crate::shard::driver`]): the fit over the shards (`options.fit`; Newton from the
+    /// default or an explicit start), the convergence rule, then the covariance round at the
+    /// accepted estimate, with the rounds asked. Wald intervals (the caller refuses another
+    /// interval method: calibrated intervals refit the data many times).
+    ///
+    /// Errors: those of the distributed fit ([`crate::shard::driver::fit_distributed`]),
+    /// `Estimator::accept` and [`crate::shard::driver::DistributedFit::model`].
+    pub(crate) fn estimate_distributed(
+        &self,
+        oracle: &mut dyn Oracle,
+        control: &FitControl,
+    ) -> Result<(RewardModel, Rounds)> {
+        let kind = self.options.covariance;
+        let fitted = fit_shards(
+            oracle,
+            &self.options.fit,
+            NewtonVariant::Auto,
+            control,
+            Some(kind),
+        )?;
+        self.accept(&fitted.fit.report)?;
+        let gathered = fitted.gather(Some(kind))?;
+        Ok((gathered.model(kind)?, gathered.rounds))
+    }
+
+    /// The convergence rule, the only place `require_converged` is applied, between the fit
+    /// and the covariance of [`Estimator::estimate`] and `Estimator::estimate_distributed`: a
+    /// fit whose report says it did not converge is [`Error::NotConverged`], explained by
+    /// [`FitReport::shortfall`], when the options ask for convergence.
     ///
     /// Errors: [`Error::NotConverged`] as above.
-    pub(crate) fn accept(&self, report: &FitReport) -> Result<()> {
+    fn accept(&self, report: &FitReport) -> Result<()> {
         if self.options.require_converged && !report.converged {
             return Err(Error::NotConverged {
                 detail: format!("{} (require_converged is set)", report.shortfall()),

@@ -9,15 +9,17 @@
 //! pass at all: `z . (theta + tau d) = z . theta + tau z . d`, so one GEMM `Z D` serves every
 //! trial step of every refit.
 //!
-//! This is the bulk case of the estimator's iteration (argmin's `bulk_*`): its own loop, on
-//! the same settings and rules as every other Newton-CG run — the CG cap, Eisenstat–Walker
-//! forcing and landing rule of [`crate::fit::newton_cg`] (the landing measured as the stop
-//! rule measures the gradient), the observed Hessian with Fisher scoring where the first CG
-//! direction meets non-positive curvature, the shared Armijo line search
-//! (`crate::fit::line_search::backtrack`, here along precomputed per-sample changes) and the
-//! shared stopping rule (`crate::fit::stop_reason`, on the gradient measured in standard
-//! errors, see [`batch`]) — preconditioned by the expected information at the common start,
-//! inverted once per calibration (`Preconditioner`): it does not depend on the labels, and the refits start at the truth they are drawn from and move about
+//! This is the bulk case of the estimator's iteration (argmin's `bulk_*`): the batch keeps only
+//! its kernels (the GEMMs over z, the per-sample terms, the line search along precomputed
+//! per-sample changes) and its refill scheduler ([`batch`]); the rest is the one of every
+//! Newton-CG run — the block CG of [`crate::fit::block_cg`] over the running refits' systems
+//! (its CG cap, Eisenstat–Walker forcing, Fisher-scoring fallback and landing rule, the
+//! landing measured in standard errors as the stop rule measures the gradient), the shared
+//! Armijo line search (`crate::fit::line_search::backtrack`) and the shared stopping rule
+//! (`crate::fit::stop_reason`, on the gradient measured in standard errors, see [`batch`]) —
+//! preconditioned by the expected information at the common start, inverted once per
+//! calibration (`Preconditioner`): it does not depend on the labels, and the refits start at
+//! the truth they are drawn from and move about
 //! one standard error, so it is close to every refit's Hessian (the preconditioner only sets
 //! CG's speed, never the answer). Against the plain fit's preconditioner (theta block at
 //! `theta = 0`, rescaled) it cuts CG iterations by ~35% at the paper's shape (BENCHMARKS.md).
@@ -35,10 +37,12 @@
 
 use crate::data::{Dataset, FeatureMatrix};
 use crate::error::{Error, Result};
+use crate::fit::block_cg::{self, stack, Landing, Metric, Operator, System};
 use crate::fit::line_search::backtrack;
-use crate::fit::newton_cg::{forcing, single_precision, LANDING, MAX_CG_ITERATIONS};
+use crate::fit::newton_cg::single_precision;
+use crate::fit::objective::Free;
 use crate::fit::{finite_point, stop_reason, Limits, Termination};
-use crate::likelihood::expected_information;
+use crate::likelihood::{expected_information, Curvature};
 use crate::linalg::{
     dot, gemm_row_block, gemm_tn_block_add, lower_inverse_in_place, matmul, matmul_tn,
     ridged_cholesky, Scalar,
@@ -274,9 +278,6 @@ struct Refit {
 }
 
 impl Refit {
-    fn grad_norm(&self) -> f64 {
-        dot(&self.grad, &self.grad).sqrt()
-    }
     /// The gradient in standard errors, `sqrt(n grad^T M^-1 grad)`: to first order the
     /// refit's distance to its optimum `M^-1 grad` bounds every linear functional's error,
     /// `|phi . delta| <= sqrt(n grad^T M^-1 grad) SE(phi)` with `SE(phi)^2 = phi^T M^-1 phi / n`
@@ -361,21 +362,10 @@ fn evaluate(data: &Dataset, pre: &Preconditioner, refits: &mut [Refit], which: &
         debug_assert_eq!(r.grad.len(), d1 + data.d2());
         r.nll = (0..n).map(|i| loss[i * k + j]).sum::<f64>() / n as f64;
     }
-    let pg = pre.apply(&stack(
-        &which
-            .iter()
-            .map(|&b| &refits[b].grad[..])
-            .collect::<Vec<_>>(),
-    ));
+    let pg = pre.apply(&stack(which.iter().map(|&b| &refits[b].grad[..])));
     for (j, &b) in which.iter().enumerate() {
         refits[b].pre_grad = pg.column(j).iter().copied().collect();
     }
-}
-
-/// The stacked columns of `cols` (`(d1 + d2) x k`).
-fn stack(cols: &[&[f64]]) -> DMatrix<f64> {
-    let m = cols.first().map_or(0, |c| c.len());
-    DMatrix::from_iterator(m, cols.len(), cols.iter().flat_map(|c| c.iter().copied()))
 }
 
 /// `H_b p_b` for the running refits, given their per-sample `terms` at the current point
@@ -385,7 +375,7 @@ fn hessian_products(
     data: &Dataset,
     z32: FeatureMatrix,
     terms: &[&[SampleTerms]],
-    observed: &[bool],
+    curvatures: &[Curvature],
     p: &DMatrix<f64>,
 ) -> DMatrix<f64> {
     let (n, d1, d2) = (data.n(), data.d1(), data.d2());
@@ -405,7 +395,7 @@ fn hessian_products(
                 let ai = f64::from(a[i * k + j]);
                 let bi = b[i * k + j];
                 let s = st.weight * (st.sigma * ai + st.t * bi);
-                let (x, y) = if observed[j] {
+                let (x, y) = if curvatures[j] == Curvature::Observed {
                     (s * st.sigma + st.resid * bi, s * st.t + st.resid * ai)
                 } else {
                     (s * st.sigma, s * st.t)
@@ -431,32 +421,44 @@ struct Step {
     ds: Vec<f64>,
 }
 
-/// One refit's CG state.
-struct Cg {
-    x: Vec<f64>,
-    r: Vec<f64>,
-    p: Vec<f64>,
-    rz: f64,
-    target: f64,
-    iterations: usize,
-    observed: bool,
-    result: Option<Vec<f64>>,
+/// The batch's matrices for the block CG ([`crate::fit::block_cg`]): each running refit's
+/// curvature at its current point (two GEMMs for all of them, [`hessian_products`]) and the
+/// batch's preconditioner (one GEMM).
+struct BatchOperator<'a> {
+    data: &'a Dataset,
+    pre: &'a Preconditioner,
+    /// The per-sample terms at each refit's current point, once per Newton step (not per
+    /// Hessian product: each costs an exp and a log per sample and refit).
+    terms: Vec<Vec<SampleTerms>>,
 }
 
-/// Newton directions of the refits `which` by lockstep preconditioned CG.
+impl Operator for BatchOperator<'_> {
+    fn precondition(&mut self, r: &DMatrix<f64>) -> DMatrix<f64> {
+        self.pre.apply(r)
+    }
+
+    fn products(
+        &mut self,
+        systems: &[usize],
+        curvatures: &[Curvature],
+        p: &DMatrix<f64>,
+    ) -> Result<DMatrix<f64>> {
+        let terms: Vec<&[SampleTerms]> = systems.iter().map(|&j| &self.terms[j][..]).collect();
+        let z32 = self.pre.features(self.data);
+        Ok(hessian_products(self.data, z32, &terms, curvatures, p))
+    }
+}
+
+/// Newton directions of the refits `which`, by one block CG over their systems: the landing
+/// measured in standard errors, as [`batch`]'s stopping rule measures the gradient.
 fn directions(
     data: &Dataset,
     refits: &[Refit],
     which: &[usize],
     pre: &Preconditioner,
     tol: f64,
-) -> Vec<Vec<f64>> {
-    // CG also stops once the step lands ([`LANDING`]): the linear model's next gradient is
-    // the residual `r`, in standard errors `sqrt(n r^T M^-1 r)` as the stop rule measures it.
-    let landed = (LANDING * tol).powi(2) / data.n() as f64;
-    // The per-sample terms at each refit's current point, once per Newton step (not per
-    // Hessian product: each costs an exp and a log per sample and refit).
-    let terms: Vec<Vec<SampleTerms>> = which
+) -> Result<Vec<Vec<f64>>> {
+    let terms = which
         .par_iter()
         .map(|&b| {
             let r = &refits[b];
@@ -465,94 +467,21 @@ fn directions(
                 .collect()
         })
         .collect();
-    let mut cgs: Vec<Cg> = which
+    // The first direction, from `x = 0`, is the refit's `-M^-1 g`, already at hand.
+    let systems = which
         .iter()
-        .map(|&b| {
-            let r = &refits[b];
-            let gnorm = r.grad_norm();
-            Cg {
-                x: vec![0.0; r.grad.len()],
-                r: r.grad.iter().map(|v| -v).collect(),
-                p: r.pre_grad.iter().map(|v| -v).collect(),
-                rz: dot(&r.grad, &r.pre_grad),
-                target: forcing(gnorm) * gnorm,
-                iterations: 0,
-                observed: true,
-                result: None,
-            }
+        .map(|&b| System {
+            grad: &refits[b].grad,
+            first: refits[b].pre_grad.iter().map(|v| -v).collect(),
         })
         .collect();
-    // Refits whose new residual needs the preconditioner (the first direction, from `x = 0`,
-    // is the refit's `-M^-1 g`, already at hand).
-    let mut pending: Vec<usize> = Vec::new();
-    loop {
-        if !pending.is_empty() {
-            let r = stack(&pending.iter().map(|&j| &cgs[j].r[..]).collect::<Vec<_>>());
-            let z = pre.apply(&r);
-            for (col, &j) in pending.iter().enumerate() {
-                let cg = &mut cgs[j];
-                let zj = z.column(col);
-                let rz_new = dot(&cg.r, zj.as_slice());
-                if rz_new <= landed {
-                    cg.result = Some(cg.x.clone());
-                    continue;
-                }
-                let beta = rz_new / cg.rz;
-                for (p, z) in cg.p.iter_mut().zip(zj.iter()) {
-                    *p = z + beta * *p;
-                }
-                cg.rz = rz_new;
-            }
-        }
-        let running: Vec<usize> = (0..cgs.len())
-            .filter(|&j| cgs[j].result.is_none())
-            .collect();
-        if running.is_empty() {
-            break;
-        }
-        let running_terms: Vec<&[SampleTerms]> = running.iter().map(|&j| &terms[j][..]).collect();
-        let observed: Vec<bool> = running.iter().map(|&j| cgs[j].observed).collect();
-        let p = stack(&running.iter().map(|&j| &cgs[j].p[..]).collect::<Vec<_>>());
-        let hp = hessian_products(data, pre.features(data), &running_terms, &observed, &p);
-        pending.clear();
-        for (col, &j) in running.iter().enumerate() {
-            let cg = &mut cgs[j];
-            let hpj = hp.column(col);
-            cg.iterations += 1;
-            let php = dot(&cg.p, hpj.as_slice());
-            if !(php > 0.0 && php.is_finite()) {
-                if cg.iterations == 1 && cg.observed {
-                    // Away from a minimum: Fisher scoring for this step (CG restarts from
-                    // `x = 0` along the same first direction).
-                    cg.observed = false;
-                    cg.iterations = 0;
-                } else if cg.iterations == 1 {
-                    // Even the Fisher direction is degenerate: the preconditioned gradient.
-                    cg.result = Some(cg.p.clone());
-                } else {
-                    cg.result = Some(cg.x.clone());
-                }
-                continue;
-            }
-            let a = cg.rz / php;
-            for ((x, r), (p, h)) in
-                cg.x.iter_mut()
-                    .zip(cg.r.iter_mut())
-                    .zip(cg.p.iter().zip(hpj.iter()))
-            {
-                *x += a * p;
-                *r -= a * h;
-            }
-            if dot(&cg.r, &cg.r).sqrt() <= cg.target || cg.iterations >= MAX_CG_ITERATIONS {
-                cg.result = Some(cg.x.clone());
-            } else {
-                pending.push(j);
-            }
-        }
-    }
-    cgs.into_iter()
-        .map(|cg| cg.result.unwrap_or_default())
-        .collect()
+    let landing = Landing {
+        metric: Metric::StandardErrors { n: data.n() },
+        tol,
+    };
+    let mut op = BatchOperator { data, pre, terms };
+    let solutions = block_cg::solve(&mut op, systems, Free::All.curvatures(), landing)?;
+    Ok(solutions.into_iter().map(|s| s.direction).collect())
 }
 
 /// Refits `start` to the labels `draw(b)` of each draw `b = 0..reps`, at most `width` at once,
@@ -614,17 +543,9 @@ pub(crate) fn batch(
         next += room;
         evaluate(data, pre, &mut refits, &fresh);
         for r in refits.iter_mut().filter(|r| r.done.is_none()) {
-            r.done = if !finite_point(&r.params, r.nll, &r.grad) {
-                Some(Termination::Diverged)
-            } else {
-                stop_reason(
-                    r.grad_in_standard_errors(),
-                    r.nll,
-                    tol,
-                    r.iterations,
-                    max_iter,
-                )
-            };
+            let finite = finite_point(&r.params, r.nll, &r.grad);
+            let measure = r.grad_in_standard_errors();
+            r.done = stop_reason(finite, measure, r.nll, tol, r.iterations, max_iter);
         }
         for r in std::mem::take(&mut refits) {
             match r.done {
@@ -639,7 +560,7 @@ pub(crate) fn batch(
             return Err(Error::Cancelled);
         }
         let active: Vec<usize> = (0..refits.len()).collect();
-        let dirs = directions(data, &refits, &active, pre, tol);
+        let dirs = directions(data, &refits, &active, pre, tol)?;
         // One GEMM for every trial point of every line search.
         let k = active.len();
         let dt = z_times::<f64>(
@@ -658,9 +579,6 @@ pub(crate) fn batch(
                 let r = &refits[b];
                 let d = &dirs[j];
                 let slope = dot(d, &r.grad);
-                if d.len() != d1 + d2 || slope.is_nan() || slope >= 0.0 {
-                    return None;
-                }
                 let dtj: Vec<f64> = (0..n).map(|i| dt[i * k + j]).collect();
                 let ds: Vec<f64> = (0..n).map(|i| dot(&d[d1..], data.psi_row(i))).collect();
                 // No pass over the data per trial: z . theta and sigma move linearly.
@@ -716,7 +634,19 @@ mod tests {
             })
             .collect();
         let p = DMatrix::from_fn(m, 3, |r, c| ((r * 7 + c * 3) % 11) as f64 / 11.0 - 0.4);
-        let run = |z| hessian_products(&data, z, &[&terms[..]; 3], &[true, false, true], &p);
+        let run = |z| {
+            hessian_products(
+                &data,
+                z,
+                &[&terms[..]; 3],
+                &[
+                    Curvature::Observed,
+                    Curvature::Expected,
+                    Curvature::Observed,
+                ],
+                &p,
+            )
+        };
         let (from_copy, converted) = (run(copy), run(data.features()));
         assert_eq!(from_copy, converted);
         assert!(from_copy.amax() > 0.0);

@@ -13,8 +13,7 @@ use super::status::{
 };
 use crate::calibrate::IntervalMethod;
 use crate::error::{Error, Result};
-use crate::fit::NewtonVariant;
-use crate::shard::driver::{fit_distributed, Oracle, Rounds};
+use crate::shard::driver::{Oracle, Rounds};
 use crate::shard::{merge_summaries, Request, ShardStats, ShardSummary};
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void, CStr};
@@ -303,23 +302,14 @@ pub extern "C" fn hetreward_fit_distributed(
         };
         let mut rounds = Rounds::default();
         let model = fitter.run(|estimator, control| {
-            let options = estimator.options();
-            if options.intervals.method != IntervalMethod::Wald {
+            if estimator.options().intervals.method != IntervalMethod::Wald {
                 return Err(Error::invalid(
                     "params.intervals",
                     "the distributed fit gives Wald intervals only (calibrated intervals refit the data many times)",
                 ));
             }
-            let fit = fit_distributed(
-                &mut oracle,
-                &options.fit,
-                NewtonVariant::Auto,
-                control,
-                Some(options.covariance),
-            )?;
-            rounds = fit.rounds;
-            let model = fit.model(options.covariance)?;
-            estimator.accept(model.report())?;
+            let (model, asked) = estimator.estimate_distributed(&mut oracle, control)?;
+            rounds = asked;
             Ok(model)
         })?;
         // SAFETY: checked non-NULL; written only on success.

@@ -4,7 +4,8 @@
 //! the one stopping rule every loop shares (this driver's, the distributed driver's and the
 //! batched refits').
 
-use super::objective::Free;
+use super::line_search::backtrack;
+use super::objective::{Free, Objective};
 use super::state::State;
 use crate::codes::coded_enum;
 use crate::error::{Error, Result};
@@ -89,6 +90,28 @@ pub(crate) trait Solver<O: ?Sized> {
     }
 }
 
+/// A Newton solver's step from `state` along `direction` (over the `free` coordinates) of
+/// slope `slope`: the shared Armijo line search ([`backtrack`]) with the accepted trial as the
+/// next state, or [`Step::Stalled`] when `direction` is no descent direction or no step is
+/// accepted.
+///
+/// Errors: those of the objective's trials and acceptance.
+pub(crate) fn line_step<O: Objective + ?Sized>(
+    objective: &mut O,
+    state: &State,
+    free: Free,
+    direction: &[f64],
+    slope: f64,
+) -> Result<Step> {
+    let accepted = backtrack(state.nll, slope, |t| {
+        objective.trial(free.along(&state.params, direction, t))
+    })?;
+    Ok(match accepted {
+        Some(trial) => Step::Moved(objective.accept(trial)?),
+        None => Step::Stalled,
+    })
+}
+
 /// Outcome of one start.
 #[derive(Debug, Clone)]
 pub(crate) struct Run {
@@ -100,19 +123,24 @@ pub(crate) struct Run {
     pub termination: Termination,
 }
 
-/// Why a run stops at a finite point with gradient norm `grad_norm` and mean NLL `nll` after
-/// `iterations` iterations, or `None` to go on: the tolerance met ([`Termination::Converged`],
-/// or [`Termination::Diverged`] when the NLL is below [`SEPARATED_NLL`]: the gradient vanished
-/// only because the data are separated), else the iteration cap. The one rule of every solver
-/// loop (this driver's and the distributed driver's).
+/// Why a run stops at a point (`finite`: see [`super::state::finite_point`]) with gradient
+/// norm `grad_norm` and mean NLL `nll` after `iterations` iterations, or `None` to go on: a
+/// non-finite point ([`Termination::Diverged`]), the tolerance met
+/// ([`Termination::Converged`], or [`Termination::Diverged`] when the NLL is below
+/// [`SEPARATED_NLL`]: the gradient vanished only because the data are separated), else the
+/// iteration cap. The one rule of every solver loop (this driver's, which the distributed
+/// fit runs too, and the batched refits', on their gradient in standard errors).
 pub(crate) fn stop_reason(
+    finite: bool,
     grad_norm: f64,
     nll: f64,
     tol: f64,
     iterations: usize,
     max_iter: usize,
 ) -> Option<Termination> {
-    if grad_norm <= tol {
+    if !finite {
+        Some(Termination::Diverged)
+    } else if grad_norm <= tol {
         Some(if nll < SEPARATED_NLL {
             Termination::Diverged
         } else {
@@ -153,16 +181,14 @@ pub(crate) fn run_solver<O: ?Sized>(
     let mut state = start;
     let mut iterations = 0;
     let termination = loop {
-        if !state.is_finite() {
-            break Termination::Diverged;
-        }
         let grad_norm = free
             .gather(&state.grad, state.params.theta.len())
             .iter()
             .map(|g| g * g)
             .sum::<f64>()
             .sqrt();
-        if let Some(t) = stop_reason(grad_norm, state.nll, tol, iterations, max_iter) {
+        let finite = state.is_finite();
+        if let Some(t) = stop_reason(finite, grad_norm, state.nll, tol, iterations, max_iter) {
             break t;
         }
         let progress = Progress {

@@ -18,7 +18,8 @@ pub(crate) const MAX_HALVINGS: usize = 60;
 /// Backtracks from a point with mean NLL `nll` along a direction of slope `slope` (negative):
 /// `value_at(t)` evaluates the trial point at step length `t` and returns its mean NLL with
 /// whatever the caller keeps of the evaluation; the first accepted trial's is returned, `None`
-/// when no step within [`MAX_HALVINGS`] halvings is accepted. The caller forms the trial point
+/// when the slope is not negative (no descent direction: nothing is evaluated) or no step
+/// within [`MAX_HALVINGS`] halvings is accepted. The caller forms the trial point
 /// (a parameter vector, or per-sample terms moved along a precomputed direction as the batched
 /// bootstrap refits do), so every Newton iteration shares this one rule.
 ///
@@ -28,6 +29,9 @@ pub(crate) fn backtrack<T>(
     slope: f64,
     mut value_at: impl FnMut(f64) -> Result<(f64, T)>,
 ) -> Result<Option<T>> {
+    if slope.is_nan() || slope >= 0.0 {
+        return Ok(None);
+    }
     let noise = 16.0 * f64::EPSILON * nll.abs().max(1.0);
     let mut t = 1.0;
     for _ in 0..MAX_HALVINGS {
@@ -80,6 +84,11 @@ mod tests {
         // decrease: accepted rather than halved to nothing.
         let flat = backtrack(1e6, -1e-9, |t| Ok((1e6, t)));
         assert_eq!(flat.unwrap(), Some(1.0));
+        // An ascent or undefined slope is no direction to search along.
+        for slope in [0.0, 1.0, f64::NAN] {
+            let up = backtrack(0.0, slope, |_| -> Result<(f64, ())> { unreachable!() });
+            assert_eq!(up.unwrap(), None);
+        }
         // Errors of the evaluation pass through.
         let err = backtrack(0.0, -1.0, |_| -> Result<(f64, ())> {
             Err(crate::Error::Cancelled)

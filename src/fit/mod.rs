@@ -26,6 +26,7 @@
 //! Results are deterministic for a seed whatever the thread count (see [`crate::parallel`]).
 
 pub(crate) mod agd;
+pub(crate) mod block_cg;
 pub(crate) mod in_memory;
 pub(crate) mod iteration;
 pub(crate) mod line_search;
@@ -79,6 +80,19 @@ pub enum NewtonVariant {
     Dense,
     /// Preconditioned conjugate gradients on Hessian-vector products (`NewtonCg`).
     Cg,
+}
+
+impl NewtonVariant {
+    /// The variant that runs on a problem of `n_params` parameters (`d1 + d2`): `Auto` is
+    /// dense up to [`DENSE_NEWTON_MAX_PARAMS`], CG above; the others as they are. The one
+    /// choice of the in-memory and the distributed fit.
+    pub(crate) fn resolve(self, n_params: usize) -> NewtonVariant {
+        match self {
+            NewtonVariant::Auto if n_params <= DENSE_NEWTON_MAX_PARAMS => NewtonVariant::Dense,
+            NewtonVariant::Auto => NewtonVariant::Cg,
+            v => v,
+        }
+    }
 }
 
 /// Expert settings of a fit that are not part of [`FitOptions`] (which the CLI and the C ABI
@@ -299,6 +313,34 @@ pub struct FitReport {
 }
 
 impl FitReport {
+    /// The report of a fit with `options` whose winning start ended as `best`, with gradient
+    /// norm `grad_norm`, after `total_iterations` iterations over `starts` starts (the
+    /// homogeneous fit's included), begun at `started`: the one report of the in-memory and
+    /// the distributed fit. The norm is the caller's: the distributed driver sums it with
+    /// `crate::linalg::dot`, the in-memory fit in order ([`State::grad_norm`]), which may
+    /// differ in the last digit.
+    pub(crate) fn new(
+        options: &FitOptions,
+        best: &Run,
+        grad_norm: f64,
+        total_iterations: usize,
+        starts: usize,
+        started: Instant,
+    ) -> Self {
+        FitReport {
+            solver: options.solver,
+            iterations: best.iterations,
+            total_iterations,
+            starts,
+            converged: best.termination == Termination::Converged,
+            termination: best.termination,
+            grad_norm,
+            neg_loglik: best.state.nll,
+            seconds: started.elapsed().as_secs_f64(),
+            tol: options.tol,
+        }
+    }
+
     /// Why this fit did not converge, in plain words with what to change (options named as
     /// the library's fields, the command line's flags in parentheses): separated data, the
     /// iteration cap, a stalled line search. The one explanation the estimator's
@@ -368,19 +410,16 @@ pub fn fit_with(
     let (best, runs, diagnostics, prelude_iterations) = run_in_pool(options.threads, || {
         fit_in_pool(data, options, tuning, control)
     })??;
+    let total_iterations = prelude_iterations + runs.iter().map(|r| r.iterations).sum::<usize>();
     let fit = Fit {
-        report: FitReport {
-            solver: options.solver,
-            iterations: best.iterations,
-            total_iterations: prelude_iterations + runs.iter().map(|r| r.iterations).sum::<usize>(),
-            starts: runs.len(),
-            converged: best.termination == Termination::Converged,
-            termination: best.termination,
-            grad_norm: best.state.grad_norm(),
-            neg_loglik: best.state.nll,
-            seconds: started.elapsed().as_secs_f64(),
-            tol: options.tol,
-        },
+        report: FitReport::new(
+            options,
+            &best,
+            best.state.grad_norm(),
+            total_iterations,
+            runs.len(),
+            started,
+        ),
         params: best.state.params,
     };
     Ok((fit, diagnostics))
@@ -454,11 +493,7 @@ pub(crate) fn refit_uses_cg(data: &Dataset) -> bool {
 
 /// The Newton variant that `tuning` selects for `data`.
 fn newton_variant(data: &Dataset, tuning: &Tuning) -> NewtonVariant {
-    match tuning.newton {
-        NewtonVariant::Auto if data.n_params() <= DENSE_NEWTON_MAX_PARAMS => NewtonVariant::Dense,
-        NewtonVariant::Auto => NewtonVariant::Cg,
-        v => v,
-    }
+    tuning.newton.resolve(data.n_params())
 }
 
 fn fit_in_pool(

@@ -1,16 +1,17 @@
 //! The default solver: damped Newton with an Armijo line search.
 //!
-//! Each iteration solves `H d = -g` with the observed Hessian `H`. Where `H` is not positive
-//! definite (away from a minimum — `L_n` is not jointly convex) it uses the expected
-//! information `I` instead (Fisher scoring: `I` is a Gram matrix, positive semi-definite), with
-//! Levenberg damping added until it factorises. The step is then chosen by the shared Armijo
-//! line search (`fit/line_search.rs`).
+//! Each iteration solves `H d = -g` with the curvatures of the shared Fisher-scoring rule
+//! ([`Free::curvatures`]): the observed Hessian `H`, and where `H` is not positive definite
+//! (away from a minimum — `L_n` is not jointly convex) or gives no descent direction, the
+//! expected information `I` (a Gram matrix, positive semi-definite), with Levenberg damping
+//! added until it factorises. The step is then chosen by the shared Armijo line search
+//! (`super::iteration::line_step`).
 
-use super::iteration::{Solver, Step};
-use super::line_search::backtrack;
+use super::iteration::{line_step, Solver, Step};
 use super::objective::{Free, Objective};
 use super::state::State;
 use crate::error::Result;
+use crate::likelihood::Curvature;
 use crate::linalg::RIDGE_START;
 use nalgebra::{DMatrix, DVector};
 
@@ -65,22 +66,17 @@ impl<O: Objective + ?Sized> Solver<O> for Newton {
     fn step(&mut self, objective: &mut O, state: &State, _tol: f64) -> Result<Step> {
         let g = DVector::from_vec(self.free.gather(&state.grad, state.params.theta.len()));
         let (info, observed) = objective.curvature_matrices(state, self.free)?;
-        let direction = match solve_spd(observed, &g) {
-            Some(d) if d.dot(&g) < 0.0 => d,
-            _ => damped_direction(&info, &g),
-        };
+        let mut observed = Some(observed);
+        let direction = (self.free.curvatures().iter())
+            .find_map(|curvature| match curvature {
+                Curvature::Observed => (observed.take())
+                    .and_then(|h| solve_spd(h, &g))
+                    .filter(|d| d.dot(&g) < 0.0),
+                Curvature::Expected => Some(damped_direction(&info, &g)),
+            })
+            .expect("the expected information always gives a direction");
         let slope = direction.dot(&g);
-        if slope.is_nan() || slope >= 0.0 {
-            return Ok(Step::Stalled);
-        }
-        let free = self.free;
-        let accepted = backtrack(state.nll, slope, |t| {
-            objective.trial(free.along(&state.params, direction.as_slice(), t))
-        })?;
-        Ok(match accepted {
-            Some(trial) => Step::Moved(objective.accept(trial)?),
-            None => Step::Stalled,
-        })
+        line_step(objective, state, self.free, direction.as_slice(), slope)
     }
 
     fn free(&self) -> Free {

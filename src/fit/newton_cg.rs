@@ -5,14 +5,13 @@
 //! weighted Gram product of `n (d1+d2)^2` flops (1.5e11 at the paper's scale). This solver
 //! never forms it. Each iteration:
 //!
-//! 1. solves `H d = -g` approximately by CG, using only Hessian-vector products
-//!    (`hessian_vector`: one pass over the data each, from the per-sample terms kept from
-//!    the last evaluation), to a relative residual `eta_k = min(0.5, sqrt(|g|))`
-//!    (Eisenstat–Walker forcing: superlinear convergence, cheap early steps), or until the
-//!    step would land within [`LANDING`] of the run's tolerance, if that comes first. Where the
+//! 1. solves `H d = -g` approximately by CG ([`super::block_cg`], one right-hand side), using
+//!    only Hessian-vector products (`hessian_vector`: one pass over the data each, from the
+//!    per-sample terms kept from the last evaluation), to Eisenstat–Walker's relative residual
+//!    `min(0.5, sqrt(|g|))` or until the step lands within half the run's tolerance
+//!    (Euclidean, as `run_solver` measures the gradient), with Fisher scoring where the
 //!    observed Hessian shows non-positive curvature on the first CG direction (away from a
-//!    minimum: `L_n` is biconvex, not jointly convex) the system is solved with the expected
-//!    information instead (Fisher scoring), as the dense solver does;
+//!    minimum: `L_n` is biconvex, not jointly convex), as the dense solver does;
 //! 2. preconditions CG with `[[alpha P, I_tg], [I_gt, I_gg]]`: `P` is the theta block of the
 //!    information at `theta = 0`, a property of the data alone, computed once per fit in
 //!    single precision and inverted once ([`DataPreconditioner`]); `alpha` matches its trace
@@ -31,8 +30,8 @@
 //! Everything is a fixed-chunk reduction or a fixed-tile GEMM (see [`crate::parallel`],
 //! [`crate::linalg`]): the iterates do not depend on the thread count.
 
-use super::iteration::{Solver, Step};
-use super::line_search::backtrack;
+use super::block_cg::{self, Landing, Metric, Operator, System};
+use super::iteration::{line_step, Solver, Step};
 use super::objective::{Free, Objective};
 use super::state::State;
 use crate::data::{Dataset, FeatureMatrix};
@@ -42,31 +41,6 @@ use crate::linalg::{dot, ridged_inverse_factor};
 use nalgebra::DMatrix;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// CG iterations per Newton step at most (every Newton-CG iteration: in memory, distributed
-/// and the batched bootstrap refits).
-pub(crate) const MAX_CG_ITERATIONS: usize = 250;
-
-/// Eisenstat–Walker forcing: CG stops at relative residual `min(0.5, sqrt(|g|))` for a
-/// gradient of norm `grad_norm` (superlinear convergence, cheap early steps).
-pub(crate) fn forcing(grad_norm: f64) -> f64 {
-    grad_norm.sqrt().min(0.5)
-}
-
-/// CG also stops once its residual — the linear model's gradient after the step — is this
-/// fraction of the stop tolerance (measured as the stop rule measures the gradient): the
-/// step then lands where the run stops, and solving further only sharpens a step the stop
-/// rule cannot tell apart. Eisenstat–Walker alone asks the last step for a relative residual
-/// of `sqrt(|g|)`, far below that. Half, not all of it: the model's second-order error and
-/// the single-precision products must not push the gradient back above the tolerance.
-pub(crate) const LANDING: f64 = 0.5;
-
-/// The Euclidean residual at which Newton-CG's CG stops for a gradient of norm `grad_norm`
-/// and a run stopping at gradient norm `tol`: Eisenstat–Walker's [`forcing`], or the
-/// [`LANDING`] fraction of `tol` when that is larger.
-pub(crate) fn residual_target(grad_norm: f64, tol: f64) -> f64 {
-    (forcing(grad_norm) * grad_norm).max(LANDING * tol)
-}
 
 /// Work counters of a Newton-CG run, with the wall-clock seconds of each kind of work (for
 /// benchmarks and profiles).
@@ -190,14 +164,6 @@ pub(crate) struct NewtonCg {
     pub(crate) stats: CgStats,
 }
 
-/// How the CG loop ended.
-enum CgOutcome {
-    /// An approximate solution and the iterations used.
-    Solved(Vec<f64>, usize),
-    /// The very first direction had non-positive curvature: this matrix is no use here.
-    NegativeCurvature,
-}
-
 impl NewtonCg {
     /// Newton-CG over the `free` coordinates (`Free::All` or `Free::Theta`).
     pub(crate) fn new(free: Free) -> Self {
@@ -208,50 +174,40 @@ impl NewtonCg {
     }
 }
 
-/// Preconditioned CG on `M d = -g` to residual norm `target`, `M` the `curvature` at `at`.
-fn cg<O: Objective + ?Sized>(
-    objective: &mut O,
-    at: &State,
-    pre: &O::Preconditioner,
-    g: &[f64],
-    target: f64,
-    curvature: Curvature,
+/// One Newton step's matrices for the block CG: the `curvature` of `objective` at `at` over
+/// the `free` coordinates, and the step's preconditioner `pre` (one system per column; each
+/// product one pass over the data or one round of the shards).
+struct StepOperator<'a, O: Objective + ?Sized> {
+    objective: &'a mut O,
+    at: &'a State,
+    pre: &'a O::Preconditioner,
     free: Free,
-) -> Result<CgOutcome> {
-    let m = g.len();
-    let mut x = vec![0.0; m];
-    let mut r: Vec<f64> = g.iter().map(|v| -v).collect();
-    let mut z = objective.precondition(pre, &r);
-    let mut p = z.clone();
-    let mut rz = dot(&r, &z);
-    let mut iterations = 0;
-    while iterations < MAX_CG_ITERATIONS {
-        let hp = objective.hessian_vector(at, &p, curvature, free)?;
-        iterations += 1;
-        let php = dot(&p, &hp);
-        if php.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !php.is_finite() {
-            if iterations == 1 {
-                return Ok(CgOutcome::NegativeCurvature);
-            }
-            break; // keep the solution so far (truncated Newton)
+}
+
+impl<O: Objective + ?Sized> Operator for StepOperator<'_, O> {
+    fn precondition(&mut self, r: &DMatrix<f64>) -> DMatrix<f64> {
+        let mut out = DMatrix::zeros(r.nrows(), r.ncols());
+        for (c, col) in r.column_iter().enumerate() {
+            let z = self.objective.precondition(self.pre, col.as_slice());
+            out.column_mut(c).copy_from_slice(&z);
         }
-        let alpha = rz / php;
-        for j in 0..m {
-            x[j] += alpha * p[j];
-            r[j] -= alpha * hp[j];
-        }
-        if dot(&r, &r).sqrt() <= target {
-            break;
-        }
-        z = objective.precondition(pre, &r);
-        let rz_new = dot(&r, &z);
-        let beta = rz_new / rz;
-        rz = rz_new;
-        for j in 0..m {
-            p[j] = z[j] + beta * p[j];
-        }
+        out
     }
-    Ok(CgOutcome::Solved(x, iterations))
+
+    fn products(
+        &mut self,
+        _systems: &[usize],
+        curvatures: &[Curvature],
+        p: &DMatrix<f64>,
+    ) -> Result<DMatrix<f64>> {
+        let mut out = DMatrix::zeros(p.nrows(), p.ncols());
+        for (c, (col, &curvature)) in p.column_iter().zip(curvatures).enumerate() {
+            let hp =
+                (self.objective).hessian_vector(self.at, col.as_slice(), curvature, self.free)?;
+            out.column_mut(c).copy_from_slice(&hp);
+        }
+        Ok(out)
+    }
 }
 
 impl<O: Objective + ?Sized> Solver<O> for NewtonCg {
@@ -259,69 +215,30 @@ impl<O: Objective + ?Sized> Solver<O> for NewtonCg {
         let pre = objective.preconditioner(state, self.free)?;
         self.stats.newton_steps += 1;
         let g = self.free.gather(&state.grad, state.params.theta.len());
-        let target = residual_target(dot(&g, &g).sqrt(), tol);
-        // The observed Hessian, or the expected information where it shows non-positive
-        // curvature on the first CG direction (Fisher scoring). On theta alone they are the
-        // same matrix.
-        let curvatures: &[Curvature] = match self.free {
-            Free::Theta => &[Curvature::Expected],
-            _ => &[Curvature::Observed, Curvature::Expected],
+        let neg: Vec<f64> = g.iter().map(|v| -v).collect();
+        let first = objective.precondition(&pre, &neg);
+        let landing = Landing {
+            metric: Metric::Euclidean,
+            tol,
         };
-        let mut direction = None;
-        for (k, &curvature) in curvatures.iter().enumerate() {
-            if k > 0 {
-                self.stats.fisher_steps += 1;
-            }
-            if let CgOutcome::Solved(d, iterations) =
-                cg(objective, state, &pre, &g, target, curvature, self.free)?
-            {
-                self.stats.cg_iterations += iterations;
-                direction = Some(d);
-                break;
-            }
-        }
-        // Even the Fisher direction is degenerate: precondition the gradient.
-        let direction = match direction {
-            Some(d) => d,
-            None => {
-                let neg: Vec<f64> = g.iter().map(|v| -v).collect();
-                objective.precondition(&pre, &neg)
-            }
+        let mut op = StepOperator {
+            objective: &mut *objective,
+            at: state,
+            pre: &pre,
+            free: self.free,
         };
+        let system = System { grad: &g, first };
+        let solution = block_cg::solve(&mut op, vec![system], self.free.curvatures(), landing)?
+            .pop()
+            .expect("one system, one solution");
+        self.stats.cg_iterations += solution.iterations;
+        self.stats.fisher_steps += usize::from(solution.fisher);
+        let direction = solution.direction;
         let slope = dot(&direction, &g);
-        if slope.is_nan() || slope >= 0.0 {
-            return Ok(Step::Stalled);
-        }
-        let free = self.free;
-        let accepted = backtrack(state.nll, slope, |t| {
-            objective.trial(free.along(&state.params, &direction, t))
-        })?;
-        Ok(match accepted {
-            Some(trial) => Step::Moved(objective.accept(trial)?),
-            None => Step::Stalled,
-        })
+        line_step(objective, state, self.free, &direction, slope)
     }
 
     fn free(&self) -> Free {
         self.free
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Early steps solve to Eisenstat–Walker's relative residual; the last ones only until the
-    /// step lands within `LANDING tol`, never tighter.
-    #[test]
-    fn cg_stops_at_the_looser_of_forcing_and_landing() {
-        // |g| = 1: forcing 0.5, far above the landing target.
-        assert_eq!(residual_target(1.0, 1e-8), 0.5);
-        // |g| = 1e-4: forcing sqrt(1e-4) = 1e-2, residual 1e-6 > 0.5e-8.
-        assert!((residual_target(1e-4, 1e-8) - 1e-6).abs() < 1e-18);
-        // |g| = 1e-7: forcing would ask 1e-7 * 3.2e-4 = 3.2e-11; landing allows 0.5e-8.
-        assert_eq!(residual_target(1e-7, 1e-8), LANDING * 1e-8);
-        // A zero tolerance is Eisenstat–Walker alone.
-        assert_eq!(residual_target(1e-7, 0.0), forcing(1e-7) * 1e-7);
     }
 }

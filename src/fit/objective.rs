@@ -72,6 +72,19 @@ impl Free {
         }
     }
 
+    /// The Fisher-scoring rule of every Newton step over these coordinates: the curvatures to
+    /// try, in order. The observed Hessian first (Newton); where it gives no descent direction
+    /// (dense: it does not factorise or points uphill; CG: the first direction meets
+    /// non-positive curvature), the expected information — a Gram matrix, positive
+    /// semi-definite (Fisher scoring). On theta alone they are one matrix: the expected
+    /// information only.
+    pub(crate) fn curvatures(self) -> &'static [Curvature] {
+        match self {
+            Free::Theta => &[Curvature::Expected],
+            Free::All | Free::AllBut(_) => &[Curvature::Observed, Curvature::Expected],
+        }
+    }
+
     /// The point `start + t direction` (`direction` over the free coordinates): a line-search
     /// trial.
     pub(crate) fn along(self, start: &Params, direction: &[f64], t: f64) -> Params {

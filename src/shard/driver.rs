@@ -7,9 +7,9 @@
 //! an engine (milliseconds to half a second each), so the driver needs few of them:
 //!
 //! * the summary pass: 1 round;
-//! * dense variant (up to [`DENSE_NEWTON_MAX_PARAMS`] parameters): every point the line search
-//!   tries is one round returning the value, gradient and packed curvature matrices, so a
-//!   Newton iteration whose full step is accepted is exactly one round;
+//! * dense variant (up to [`crate::fit::DENSE_NEWTON_MAX_PARAMS`] parameters): every point
+//!   the line search tries is one round returning the value, gradient and packed curvature
+//!   matrices, so a Newton iteration whose full step is accepted is exactly one round;
 //! * CG variant (above): one round per point tried (value and gradient), one round per
 //!   Hessian-vector product (each CG iteration), plus one round per phase for the packed
 //!   expected information that preconditions CG — the Fisher blocks move twice per fit, not
@@ -32,8 +32,8 @@ use crate::fit::newton::Newton;
 use crate::fit::newton_cg::{CgStats, NewtonCg};
 use crate::fit::objective::{Free, Objective};
 use crate::fit::{
-    homogeneous_start, run_solver, FitControl, FitOptions, FitReport, Init, Limits, NewtonVariant,
-    Run, SolverKind, State, Termination, DENSE_NEWTON_MAX_PARAMS,
+    homogeneous_start, run_solver, Fit, FitControl, FitOptions, FitReport, Init, Limits,
+    NewtonVariant, Run, SolverKind, State,
 };
 use crate::fitted::RewardModel;
 use crate::likelihood::Curvature;
@@ -114,7 +114,7 @@ pub struct Rounds {
 #[derive(Debug, Clone)]
 pub struct DistributedFit {
     /// The estimate and how it was obtained (as [`crate::fit::fit`]'s report; `starts` is 1).
-    pub fit: crate::fit::Fit,
+    pub fit: Fit,
     /// The Newton variant that ran (`Dense` or `Cg`).
     pub variant: NewtonVariant,
     /// Rounds asked of the oracle.
@@ -174,10 +174,11 @@ impl DistributedFit {
 }
 
 /// Fits over the oracle's shards with `options` (Newton only; see the module docs) and
-/// gathers the matrices of the `covariance` kind (`None`: of every kind the shards support).
-/// `variant` picks the linear-system strategy as
-/// [`crate::fit::Tuning::newton`] does (`Auto`: dense up to [`DENSE_NEWTON_MAX_PARAMS`]
-/// parameters). `control` is checked before every iteration.
+/// gathers the matrices of the `covariance` kind (`None`: of every kind the shards support):
+/// `fit_shards`, then `ShardFit::gather`. `variant` picks the linear-system strategy as
+/// [`crate::fit::Tuning::newton`] does (`Auto`: dense up to
+/// [`crate::fit::DENSE_NEWTON_MAX_PARAMS`] parameters). `control` is checked before every
+/// iteration.
 ///
 /// Errors: the oracle's (mismatched shards, format errors...), invalid options, the
 /// `cluster` covariance on shards without cluster ids (before any round),
@@ -189,6 +190,31 @@ pub fn fit_distributed(
     control: &FitControl,
     covariance: Option<CovarianceKind>,
 ) -> Result<DistributedFit> {
+    fit_shards(oracle, options, variant, control, covariance)?.gather(covariance)
+}
+
+/// A fit driven over shards before its covariance round: the estimate and its report, and the
+/// driver that asks the shards for the covariance matrices at it ([`ShardFit::gather`]). The
+/// estimator applies its convergence rule in between (`crate::estimator::Estimator`).
+pub(crate) struct ShardFit<'a> {
+    driver: Driver<'a>,
+    summary: ShardSummary,
+    variant: NewtonVariant,
+    /// The estimate and how it was obtained (as [`crate::fit::fit`]'s report; `starts` is 1).
+    pub(crate) fit: Fit,
+}
+
+/// The fit of [`fit_distributed`], without the covariance round; `covariance` is checked
+/// against the shards before any round.
+///
+/// Errors: those of [`fit_distributed`].
+pub(crate) fn fit_shards<'a>(
+    oracle: &'a mut dyn Oracle,
+    options: &FitOptions,
+    variant: NewtonVariant,
+    control: &FitControl,
+    covariance: Option<CovarianceKind>,
+) -> Result<ShardFit<'a>> {
     let started = Instant::now();
     let summary = oracle.summary()?;
     let (d1, d2) = (summary.d1 as usize, summary.d2 as usize);
@@ -205,11 +231,7 @@ pub fn fit_distributed(
             "the distributed fit runs the newton solver only",
         ));
     }
-    let variant = match variant {
-        NewtonVariant::Auto if d1 + d2 <= DENSE_NEWTON_MAX_PARAMS => NewtonVariant::Dense,
-        NewtonVariant::Auto => NewtonVariant::Cg,
-        v => v,
-    };
+    let variant = variant.resolve(d1 + d2);
     let mut driver = Driver {
         oracle,
         d1,
@@ -245,45 +267,62 @@ pub fn fit_distributed(
         max_iter,
     };
     let run = driver.run(Free::All, at, limits, control)?;
-    let params = run.state.params.clone();
-    let wants = |kind| covariance.is_none_or(|c| c == kind);
-    let mut request = Request::at(params.clone());
-    request.expected = wants(CovarianceKind::Expected);
-    request.observed = covariance != Some(CovarianceKind::Expected);
-    request.meat = wants(CovarianceKind::Robust);
-    request.clusters = summary.clustered && wants(CovarianceKind::Cluster);
-    let stats = driver.ask(&request)?;
-    driver.rounds.covariance += 1;
-    let n = summary.n as f64;
-    let report = FitReport {
-        solver: SolverKind::Newton,
-        iterations: run.iterations,
-        total_iterations: prelude + run.iterations,
-        starts: 1,
-        converged: run.termination == Termination::Converged,
-        termination: run.termination,
-        grad_norm: norm(&run.state.grad),
-        neg_loglik: run.state.nll,
-        seconds: started.elapsed().as_secs_f64(),
-        tol: options.tol,
+    let grad_norm = dot(&run.state.grad, &run.state.grad).sqrt();
+    let report = FitReport::new(
+        options,
+        &run,
+        grad_norm,
+        prelude + run.iterations,
+        1,
+        started,
+    );
+    let fit = Fit {
+        params: run.state.params,
+        report,
     };
-    Ok(DistributedFit {
-        fit: crate::fit::Fit { params, report },
+    Ok(ShardFit {
+        driver,
+        summary,
         variant,
-        rounds: driver.rounds,
-        n: summary.n as usize,
-        expected: request.expected.then(|| stats.expected(n)).transpose()?,
-        observed: request.observed.then(|| stats.observed(n)).transpose()?,
-        meat: request.meat.then(|| stats.meat(n)).transpose()?,
-        cluster_meat: request
-            .clusters
-            .then(|| stats.cluster_meat(n))
-            .transpose()?,
+        fit,
     })
 }
 
-fn norm(v: &[f64]) -> f64 {
-    dot(v, v).sqrt()
+impl ShardFit<'_> {
+    /// The covariance round (one round at the estimate): the matrices of the `covariance` kind
+    /// (`None`: of every kind the shards support).
+    ///
+    /// Errors: the oracle's.
+    pub(crate) fn gather(self, covariance: Option<CovarianceKind>) -> Result<DistributedFit> {
+        let ShardFit {
+            mut driver,
+            summary,
+            variant,
+            fit,
+        } = self;
+        let wants = |kind| covariance.is_none_or(|c| c == kind);
+        let mut request = Request::at(fit.params.clone());
+        request.expected = wants(CovarianceKind::Expected);
+        request.observed = covariance != Some(CovarianceKind::Expected);
+        request.meat = wants(CovarianceKind::Robust);
+        request.clusters = summary.clustered && wants(CovarianceKind::Cluster);
+        let stats = driver.ask(&request)?;
+        driver.rounds.covariance += 1;
+        let n = summary.n as f64;
+        Ok(DistributedFit {
+            fit,
+            variant,
+            rounds: driver.rounds,
+            n: summary.n as usize,
+            expected: request.expected.then(|| stats.expected(n)).transpose()?,
+            observed: request.observed.then(|| stats.observed(n)).transpose()?,
+            meat: request.meat.then(|| stats.meat(n)).transpose()?,
+            cluster_meat: request
+                .clusters
+                .then(|| stats.cluster_meat(n))
+                .transpose()?,
+        })
+    }
 }
 
 /// The matrices fetched with a point: the mean expected information and observed Hessian
