@@ -162,7 +162,7 @@ fn faer_syrk<T: faer::traits::ComplexField + Copy + 'static>(
             BlockStructure::Rectangular,
             b,
             BlockStructure::Rectangular,
-            one.clone(),
+            one,
             faer::Par::rayon(0),
         );
     }
