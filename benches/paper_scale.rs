@@ -23,14 +23,22 @@
 //!   iteration's kernels of the pre-issue code (128-wide Gram tiles, nalgebra's unblocked
 //!   Cholesky and inverse).
 //! * `scaling`: fit + covariance for n x {1/4, 1/2, 1, 2} and d1 in {256, ..., 4096} (f).
+//! * `gram`: the dense kernels against which the issue's targets are set, on an `n x d1`
+//!   matrix (seeded uniform entries): the crate's streamed Gram in f64 (`linalg::gram`, as the
+//!   covariance calls it) and f32 (`linalg::gram_f32`, the preconditioner's), faer's
+//!   triangular product on the whole materialised matrix (the kernel without the row fill), and
+//!   the x86 kernel behind faer forced to its AVX2 path (what an AVX2-only machine runs).
+//!   `bench/gram_kernels.py` runs this workload interleaved with numpy's dsyrk.
 //! * `memory`: the peak memory of each phase of a fit (information, covariance, model,
 //!   solver, preconditioner) over the resident data.
 //! * `process` (with `--file PATH`, a training safetensors file): what `hetreward fit FILE
 //!   --out M --report R` does, phase by phase in this process — read the file, validate (the
 //!   dataset's checks, timed again on the decoded arrays), fit (with Newton-CG's work
 //!   counters), covariance (and model assembly), the heterogeneity diagnostic (files with
-//!   cluster ids), write the model file and the JSON report. `bench/whole_process.py` times the
-//!   CLI itself against an OpenBLAS dsyrk of the same z.
+//!   cluster ids), write the model file and the JSON report; then the process's floor on this
+//!   file: one read of the file, one f64 Gram (the expected information at the estimate) and
+//!   one f32 Gram of z, each timed alone. `bench/whole_process.py` times the CLI itself against
+//!   an OpenBLAS dsyrk of the same z and, given this benchmark, the floor in the same run.
 //!
 //! `--write-training PATH` writes the generated data as a safetensors training file (z in
 //! the storage precision, `--precision f64` for the paper's file) for `process` and the CLI.
@@ -61,6 +69,255 @@ use std::io::Write;
 use std::time::Instant;
 
 // ------------------------------------------------------------------------------------------
+// Dense kernels (`gram`)
+// ------------------------------------------------------------------------------------------
+
+/// CPU seconds (user + system) of this process, all threads: on a loaded machine, the work
+/// a single-threaded kernel did, whatever share of a core it was given.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// `lower(C) += A^T A` for the column-major `n x p` `a`, by the x86 kernel faer calls (crate
+/// `private-gemm-x86`) with the instruction set forced: `avx512 = false` is the path an
+/// AVX2-only machine takes (faer picks AVX-512 whenever the CPU has it).
+fn x86_syrk<T: Copy + 'static>(
+    a: &[T],
+    n: usize,
+    p: usize,
+    c: &mut [T],
+    avx512: bool,
+    threads: usize,
+) {
+    use private_gemm_x86 as pg;
+    let f64_ = std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>();
+    let one64 = 1.0f64;
+    let one32 = 1.0f32;
+    let alpha: *const () = if f64_ {
+        (&raw const one64).cast()
+    } else {
+        (&raw const one32).cast()
+    };
+    // SAFETY: `a` holds `n * p` and `c` `p * p` elements of `T` (checked), column-major with
+    // the strides given; the kernel reads `a` and writes the lower triangle of `c`.
+    assert!(a.len() == n * p && c.len() == p * p);
+    unsafe {
+        pg::gemm(
+            if f64_ { pg::DType::F64 } else { pg::DType::F32 },
+            pg::IType::U32,
+            if avx512 {
+                pg::InstrSet::Avx512
+            } else {
+                pg::InstrSet::Avx256
+            },
+            p,
+            p,
+            n,
+            c.as_mut_ptr().cast(),
+            1,
+            p as isize,
+            std::ptr::null(),
+            std::ptr::null(),
+            pg::DstKind::Lower,
+            pg::Accum::Add,
+            a.as_ptr().cast(),
+            n as isize,
+            1,
+            false,
+            std::ptr::null(),
+            0,
+            a.as_ptr().cast(),
+            1,
+            n as isize,
+            false,
+            alpha,
+            threads,
+        );
+    }
+}
+
+/// faer's triangular product `lower(C) += A^T A` on the column-major `n x p` `a`, one call
+/// per block of `block` rows (`n`: one call on the whole matrix).
+fn faer_syrk<T: faer::traits::ComplexField + Copy + 'static>(
+    a: &[T],
+    n: usize,
+    p: usize,
+    c: &mut [T],
+    one: T,
+    block: usize,
+) {
+    use faer::linalg::matmul::triangular::{self, BlockStructure};
+    let a = faer::MatRef::from_column_major_slice(a, n, p);
+    for start in (0..n).step_by(block) {
+        let b = a.subrows(start, block.min(n - start));
+        triangular::matmul(
+            faer::MatMut::from_column_major_slice_mut(c, p, p),
+            BlockStructure::TriangularLower,
+            faer::Accum::Add,
+            b.transpose(),
+            BlockStructure::Rectangular,
+            b,
+            BlockStructure::Rectangular,
+            one,
+            faer::Par::rayon(0),
+        );
+    }
+}
+
+/// The `gram` workload: every kernel once per repetition, interleaved, on the same `n x d1`
+/// matrix; medians.
+fn gram_workload(cfg: &Config, rep: &mut Report) {
+    let (n, p) = (cfg.n, cfg.d1);
+    // Row-major (as the crate stores z) and column-major copies, seeded uniform(-0.5, 0.5).
+    let mut rows = vec![0.0f64; n * p];
+    rows.par_chunks_mut(p).enumerate().for_each(|(i, r)| {
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ (i as u64).wrapping_mul(0x9E37_79B9));
+        for v in r.iter_mut() {
+            *v = rng.random::<f64>() - 0.5;
+        }
+    });
+    let mut cols = vec![0.0f64; n * p];
+    cols.par_chunks_mut(n).enumerate().for_each(|(j, c)| {
+        for (i, v) in c.iter_mut().enumerate() {
+            *v = rows[i * p + j];
+        }
+    });
+    let cols32: Vec<f32> = cols.iter().map(|&v| v as f32).collect();
+    let rows = &rows;
+    let threads = cfg.threads;
+    type Kernel<'a> = (&'static str, Box<dyn Fn() + Sync + 'a>);
+    let kernels: Vec<Kernel> = vec![
+        (
+            "gram_f64",
+            Box::new(|| {
+                std::hint::black_box(hetreward::internals::linalg::gram(
+                    n,
+                    p,
+                    n as f64,
+                    |i, out| out.copy_from_slice(&rows[i * p..(i + 1) * p]),
+                ));
+            }),
+        ),
+        (
+            "gram_f32",
+            Box::new(|| {
+                std::hint::black_box(hetreward::internals::linalg::gram_f32(
+                    n,
+                    p,
+                    n as f64,
+                    |i, out: &mut [f32]| {
+                        for (o, v) in out.iter_mut().zip(&rows[i * p..(i + 1) * p]) {
+                            *o = *v as f32;
+                        }
+                    },
+                ));
+            }),
+        ),
+        (
+            "faer_syrk_f64",
+            Box::new(|| {
+                let mut c = vec![0.0f64; p * p];
+                faer_syrk(&cols, n, p, &mut c, 1.0, n);
+                std::hint::black_box(c);
+            }),
+        ),
+        (
+            "faer_syrk_f32",
+            Box::new(|| {
+                let mut c = vec![0.0f32; p * p];
+                faer_syrk(&cols32, n, p, &mut c, 1.0, n);
+                std::hint::black_box(c);
+            }),
+        ),
+        (
+            "faer_syrk_f64_k512",
+            Box::new(|| {
+                let mut c = vec![0.0f64; p * p];
+                faer_syrk(&cols, n, p, &mut c, 1.0, 512);
+                std::hint::black_box(c);
+            }),
+        ),
+        (
+            "avx512_syrk_f64",
+            Box::new(|| {
+                let mut c = vec![0.0f64; p * p];
+                x86_syrk(&cols, n, p, &mut c, true, threads);
+                std::hint::black_box(c);
+            }),
+        ),
+        (
+            "avx2_syrk_f64",
+            Box::new(|| {
+                let mut c = vec![0.0f64; p * p];
+                x86_syrk(&cols, n, p, &mut c, false, threads);
+                std::hint::black_box(c);
+            }),
+        ),
+        (
+            "avx2_syrk_f32",
+            Box::new(|| {
+                let mut c = vec![0.0f32; p * p];
+                x86_syrk(&cols32, n, p, &mut c, false, threads);
+                std::hint::black_box(c);
+            }),
+        ),
+    ];
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f");
+    // The forced kernels compute what faer does (first rows only: a check, not a timing).
+    let m = n.min(1000);
+    let head =
+        |c: &[f64]| -> Vec<f64> { (0..p).flat_map(|j| c[j * n..j * n + m].to_vec()).collect() };
+    let (small, mut want, mut got) = (head(&cols), vec![0.0; p * p], vec![0.0; p * p]);
+    faer_syrk(&small, m, p, &mut want, 1.0, m);
+    for forced in [false, true].into_iter().filter(|&f| !f || avx512) {
+        got.iter_mut().for_each(|v| *v = 0.0);
+        x86_syrk(&small, m, p, &mut got, forced, threads);
+        let diff = want
+            .iter()
+            .zip(&got)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        println!(
+            "forced {} kernel against faer's product: max |diff| {diff:.1e}",
+            if forced { "AVX-512" } else { "AVX2" }
+        );
+        assert!(diff < 1e-9, "the forced kernel disagrees with faer");
+    }
+    let mut times: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let pl = pool(threads);
+    for _ in 0..cfg.reps {
+        for (name, k) in &kernels {
+            if name.starts_with("avx512") && !avx512 {
+                continue;
+            }
+            let (t, cpu) = (Instant::now(), cpu_seconds());
+            pl.install(k);
+            let entry = times.entry(name).or_default();
+            entry.0.push(t.elapsed().as_secs_f64());
+            entry.1.push(cpu_seconds() - cpu);
+        }
+    }
+    println!(
+        "\n## Dense kernels: n = {n}, p = {p}, {threads} threads, medians of {} (interleaved); wall and CPU seconds",
+        cfg.reps
+    );
+    let mut out = serde_json::Map::new();
+    for (name, (wall, cpu)) in times {
+        let (m, c) = (median(wall.clone()), median(cpu.clone()));
+        println!("{name:<20} {m:8.3} s  cpu {c:8.3} s");
+        out.insert(
+            name.to_string(),
+            json!({"median_s": m, "cpu_s": c, "runs": wall, "cpu_runs": cpu}),
+        );
+    }
+    rep.put("gram", Value::Object(out));
+}
+
+// ------------------------------------------------------------------------------------------
 // Options
 // ------------------------------------------------------------------------------------------
 
@@ -81,11 +338,12 @@ struct Config {
     export: Option<String>,
     write_training: Option<String>,
     file: Option<String>,
+    trace: bool,
 }
 
 const HELP: &str = "paper_scale: hetreward's benchmark harness (see BENCHMARKS.md)
   --smoke            tiny configuration (CI): n=3000, d1=64, d2=8, 12 prompts x 32 candidates
-  --only LIST        workloads: floors,fit,agd,score,precision,naive,scaling,memory
+  --only LIST        workloads: floors,fit,agd,score,precision,naive,scaling,memory,gram
                      (default: floors,fit,agd,score,precision)
   --n N --d1 D --d2 D   problem size (default 33845, 2048, 38: the paper's)
   --threads T        worker threads (default 2)
@@ -97,6 +355,7 @@ const HELP: &str = "paper_scale: hetreward's benchmark harness (see BENCHMARKS.m
   --export DIR       write data, fit and candidates for bench/numpy_baseline.py
   --write-training PATH   write the data as a safetensors training file (z in --precision)
   --file PATH        training file of the `process` workload (the CLI's fit, phase by phase)
+  --trace            `process`: print every solver iteration's start, NLL and gradient norm
   --glibc-default-malloc   keep glibc's adaptive mmap threshold (default: pinned at 1 MiB)";
 
 fn parse_args() -> Config {
@@ -117,6 +376,7 @@ fn parse_args() -> Config {
         export: None,
         write_training: None,
         file: None,
+        trace: false,
     };
     let mut i = 0;
     let val = |i: usize| -> String {
@@ -197,6 +457,7 @@ fn parse_args() -> Config {
                 c.file = Some(val(i));
                 i += 1
             }
+            "--trace" => c.trace = true,
             "--bench" | "--glibc-default-malloc" => {} // cargo bench passes --bench through
             "--help" | "-h" => {
                 println!("{HELP}");
@@ -1406,9 +1667,19 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
             threads: cfg.threads,
             ..FitOptions::default()
         };
+        let trace = |p: &hetreward::fit::Progress| {
+            println!(
+                "trace: start {} iteration {} nll {:.12} |g| {:.3e}",
+                p.start, p.iteration, p.neg_loglik, p.grad_norm
+            );
+            true
+        };
+        let control = FitControl {
+            progress: cfg.trace.then_some(&trace as &(dyn Fn(&_) -> bool + Sync)),
+            ..FitControl::default()
+        };
         let t = Instant::now();
-        let (fitted, diag) =
-            fit_with(&data, &options, &Tuning::default(), &FitControl::default()).unwrap();
+        let (fitted, diag) = fit_with(&data, &options, &Tuning::default(), &control).unwrap();
         timed(&mut rows, "fit", t);
         let c = &diag.cg;
         println!(
@@ -1435,6 +1706,28 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
             })
             .unwrap();
         timed(&mut rows, "covariance_and_model", t);
+        // The floor's kernels on this file, at this machine's speed: the f64 Gram the
+        // covariance needs (the expected information at the estimate) and one f32 Gram of z
+        // (the size of the preconditioner's).
+        let t = Instant::now();
+        let info = pool(cfg.threads).install(|| {
+            hetreward::internals::likelihood::expected_information(&data, model.params())
+        });
+        timed(&mut rows, "floor_gram_f64", t);
+        drop(info);
+        if let FeatureMatrix::F64(z) = data.features() {
+            let (n, d1) = (data.n(), data.d1());
+            let t = Instant::now();
+            let g = pool(cfg.threads).install(|| {
+                hetreward::internals::linalg::gram_f32(n, d1, n as f64, |i, out: &mut [f32]| {
+                    for (o, v) in out.iter_mut().zip(&z[i * d1..(i + 1) * d1]) {
+                        *o = *v as f32;
+                    }
+                })
+            });
+            timed(&mut rows, "floor_gram_f32", t);
+            drop(g);
+        }
         if data.cluster().is_some() {
             // The CLI prints the heterogeneity diagnostic after every fit with cluster ids.
             let t = Instant::now();
@@ -1473,7 +1766,7 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
         let m = median(v.clone());
         println!("{key:<22} {m:>8.3} s");
         out.insert(key.to_string(), json!(m));
-        if !matches!(*key, "fs_read_floor" | "validate") {
+        if !matches!(*key, "validate") && !key.contains("floor") {
             total += m;
         }
     }
@@ -1484,6 +1777,16 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
         read_validate - validate
     );
     out.insert("total_s".into(), json!(total));
+    let floor: f64 = ["fs_read_floor", "floor_gram_f64", "floor_gram_f32"]
+        .iter()
+        .filter_map(|k| rows.get(k).map(|v| median(v.clone())))
+        .sum();
+    println!(
+        "{:<22} {floor:>8.3} s  (read + one f64 Gram + one f32 Gram); total = {:.2}x the floor",
+        "floor",
+        total / floor
+    );
+    out.insert("floor_s".into(), json!(floor));
     rep.put("process", Value::Object(out));
 }
 
@@ -1588,6 +1891,9 @@ fn main() {
     }
     if wants("precision") {
         precision_workload(&cfg, &world, &mut rep);
+    }
+    if wants("gram") {
+        gram_workload(&cfg, &mut rep);
     }
     if wants("process") {
         process_workload(&cfg, &mut rep);

@@ -110,7 +110,7 @@ pub mod internals {
     /// The dense kernels (faer behind them).
     pub mod linalg {
         pub use crate::linalg::{
-            cholesky, gram, has_fma, lower_inverse_in_place, matmul, matmul_f32,
+            cholesky, gram, gram_f32, has_fma, lower_inverse_in_place, matmul, matmul_f32,
         };
     }
     /// Solver variants and settings, and Newton-CG's counters and preconditioner.

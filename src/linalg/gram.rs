@@ -117,7 +117,7 @@ where
 /// [`gram`] in single precision (`f32` rows, `f32` products, about twice as fast), rounded
 /// to `f32` after the division by `scale`: for preconditioners and other places where ~1e-5
 /// relative accuracy is enough.
-pub(crate) fn gram_f32<F>(n: usize, p: usize, scale: f64, fill_row: F) -> DMatrix<f64>
+pub fn gram_f32<F>(n: usize, p: usize, scale: f64, fill_row: F) -> DMatrix<f64>
 where
     F: Fn(usize, &mut [f32]) + Sync,
 {
