@@ -404,19 +404,99 @@ fn panel_matvec_body(panel: &[f64], u8: &[f64; PANEL], y: &mut [f64]) {
 
 #[cfg(target_arch = "x86_64")]
 mod x86_matvec {
-    //! [`super::panel_matvec_body`] compiled for the wider vector units (no FMA contraction:
-    //! the same bits as the generic build).
+    //! [`super::panel_matvec_body`] with explicit intrinsics (the generic code does not
+    //! vectorise across rows): 8 (AVX-512) or 4 (AVX2) rows at a time, each row's eight
+    //! products summed by shuffles in the generic body's tree order, so the bits are the same;
+    //! the remaining rows by the generic body.
     use super::PANEL;
+    use std::arch::x86_64::*;
 
     #[cfg(hetreward_avx512)]
+    #[allow(clippy::incompatible_msrv)]
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn avx512(panel: &[f64], u8: &[f64; PANEL], y: &mut [f64]) {
-        super::panel_matvec_body(panel, u8, y)
+        let rows = (panel.len() / PANEL).min(y.len());
+        let full = rows / 8 * 8;
+        let u = _mm512_loadu_pd(u8.as_ptr());
+        let (pp, py) = (panel.as_ptr(), y.as_mut_ptr());
+        let mut r = 0;
+        while r < full {
+            macro_rules! p {
+                ($i:expr) => {
+                    _mm512_mul_pd(_mm512_loadu_pd(pp.add((r + $i) * PANEL)), u)
+                };
+            }
+            // Pairs: 128-bit lane j holds rows (2i, 2i + 1)'s products 2j + (2j + 1).
+            macro_rules! pair {
+                ($x:expr, $z:expr) => {{
+                    let (x, z) = ($x, $z);
+                    _mm512_add_pd(_mm512_unpacklo_pd(x, z), _mm512_unpackhi_pd(x, z))
+                }};
+            }
+            // 128-bit lanes (0 + 1) and (2 + 3) of x, then of z.
+            macro_rules! quad {
+                ($x:expr, $z:expr) => {{
+                    let (x, z) = ($x, $z);
+                    _mm512_add_pd(
+                        _mm512_shuffle_f64x2::<0b10_00_10_00>(x, z),
+                        _mm512_shuffle_f64x2::<0b11_01_11_01>(x, z),
+                    )
+                }};
+            }
+            let b0 = quad!(pair!(p!(0), p!(1)), pair!(p!(2), p!(3)));
+            let b1 = quad!(pair!(p!(4), p!(5)), pair!(p!(6), p!(7)));
+            // Products 0..4 plus 4..8 of each row, rows in order.
+            let s = quad!(b0, b1);
+            _mm512_storeu_pd(py.add(r), _mm512_add_pd(_mm512_loadu_pd(py.add(r)), s));
+            r += 8;
+        }
+        super::panel_matvec_body(&panel[full * PANEL..], u8, &mut y[full..]);
     }
 
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn avx2(panel: &[f64], u8: &[f64; PANEL], y: &mut [f64]) {
-        super::panel_matvec_body(panel, u8, y)
+        let rows = (panel.len() / PANEL).min(y.len());
+        let full = rows / 4 * 4;
+        let (ulo, uhi) = (
+            _mm256_loadu_pd(u8.as_ptr()),
+            _mm256_loadu_pd(u8.as_ptr().add(4)),
+        );
+        let (pp, py) = (panel.as_ptr(), y.as_mut_ptr());
+        let mut r = 0;
+        while r < full {
+            macro_rules! lo {
+                ($i:expr) => {
+                    _mm256_mul_pd(_mm256_loadu_pd(pp.add((r + $i) * PANEL)), ulo)
+                };
+            }
+            macro_rules! hi {
+                ($i:expr) => {
+                    _mm256_mul_pd(_mm256_loadu_pd(pp.add((r + $i) * PANEL + 4)), uhi)
+                };
+            }
+            macro_rules! pair {
+                ($x:expr, $z:expr) => {{
+                    let (x, z) = ($x, $z);
+                    _mm256_add_pd(_mm256_unpacklo_pd(x, z), _mm256_unpackhi_pd(x, z))
+                }};
+            }
+            // (0 + 1) and (2 + 3) of rows (0, 1) then (2, 3), in row order.
+            macro_rules! half {
+                ($x:expr, $z:expr) => {{
+                    let (x, z) = ($x, $z);
+                    _mm256_add_pd(
+                        _mm256_permute2f128_pd::<0x20>(x, z),
+                        _mm256_permute2f128_pd::<0x31>(x, z),
+                    )
+                }};
+            }
+            let s_lo = half!(pair!(lo!(0), lo!(1)), pair!(lo!(2), lo!(3)));
+            let s_hi = half!(pair!(hi!(0), hi!(1)), pair!(hi!(2), hi!(3)));
+            let s = _mm256_add_pd(s_lo, s_hi);
+            _mm256_storeu_pd(py.add(r), _mm256_add_pd(_mm256_loadu_pd(py.add(r)), s));
+            r += 4;
+        }
+        super::panel_matvec_body(&panel[full * PANEL..], u8, &mut y[full..]);
     }
 }
 
