@@ -294,8 +294,9 @@ pub struct Best {
 /// out of N decide. When they are not (close candidates: N answers to one prompt, rewards
 /// within a few SEs) and more than 16 candidates are left that could win, a Wald model's
 /// bounds are tightened by lower bounds of every candidate's SE (Cauchy-Schwarz from the
-/// candidates' mean, two passes over the factor: `wald_se_floors`), `center - q floor -
-/// penalty`, and the search goes on in the new order.
+/// candidates' mean, whose product with the factor comes with the first batch's SEs, then one
+/// more pass over the factor: `wald_se_floors`), `center - q floor - penalty`, and the search
+/// goes on in the new order.
 ///
 /// Every candidate is evaluated (as by [`select`]) when pruning is not valid or could change
 /// an error: under the cluster jackknives, under the percentile bootstrap when `alpha` is so
@@ -312,8 +313,8 @@ pub fn select_best<T: Copy + Into<f64>>(
 ) -> Result<Best> {
     const FIRST_BATCH: usize = 4;
     const MAX_BATCH: usize = 32;
-    // More candidates than this left that could win: the Wald SE floors pay for their two
-    // passes over the factor (each about one batch's pass).
+    // More candidates than this left that could win: the Wald SE floors pay for their pass
+    // over the factor (`L u`, about one small batch's pass).
     const FLOOR_AFTER: usize = 16;
     let every = |model: &RewardModel| -> Result<Best> {
         let all = select(model, phis, penalties, alpha, policy)?;

@@ -585,9 +585,8 @@ mod tests {
                 for (q, &start) in packed.starts.iter().enumerate() {
                     let c0 = q * PANEL;
                     let mut u8 = [0.0; PANEL];
-                    for c in 0..PANEL.min(n - c0) {
-                        u8[c] = u[c0 + c];
-                    }
+                    let width = PANEL.min(n - c0);
+                    u8[..width].copy_from_slice(&u[c0..c0 + width]);
                     let panel = &packed.data[start..start + (n - c0) * PANEL];
                     panel_matvec(level, panel, &u8, &mut y[c0..]);
                 }
