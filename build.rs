@@ -5,6 +5,9 @@
 //!   It never writes into the source tree: the committed `include/hetreward.h` is compared with
 //!   it by the unit test `ffi::tests::header_is_fresh`, which rewrites the committed copy when
 //!   run with `HETREWARD_BLESS=1`.
+//! * `cfg(hetreward_avx512)` when the compiler has stable AVX-512 intrinsics (rustc >= 1.89,
+//!   above the crate's rust-version) or the `avx512` feature asks for them: the scoring
+//!   kernel's AVX-512 path is then compiled in and chosen at run time.
 //! * On Linux the cdylib gets the SONAME `libhetreward.so.MAJOR` (`libhetreward.so.0.MINOR`
 //!   while the major version is 0, where a minor release may break the ABI).
 
@@ -15,6 +18,10 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-changed=src/ffi");
+    println!("cargo::rustc-check-cfg=cfg(hetreward_avx512)");
+    if env::var_os("CARGO_FEATURE_AVX512").is_some() || rustc_minor().is_some_and(|m| m >= 89) {
+        println!("cargo:rustc-cfg=hetreward_avx512");
+    }
 
     let crate_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets it"));
@@ -67,4 +74,18 @@ fn main() {
         };
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libhetreward.so.{soversion}");
     }
+}
+
+/// The minor version of the `rustc` cargo builds with (`$RUSTC --version`: "rustc 1.MINOR.x").
+fn rustc_minor() -> Option<u32> {
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = std::process::Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let version = text.split_whitespace().nth(1)?;
+    let mut parts = version.split('.');
+    (parts.next()? == "1").then_some(())?;
+    parts.next()?.parse().ok()
 }

@@ -5,11 +5,12 @@ Reads what the bench wrote to DIR (raw little-endian arrays: phi.f32 prompts*N x
 d1 x d1 lower Wald factor row-major, theta.f64, draws.f32 B x d1) and times, per prompt of N
 candidates, pBoN as a numpy user writes it:
 
-* wald: every candidate's SE as row norms of Phi L (the faster of BLAS dtrmm and a plain
-  GEMM), then argmax of r - q se;
+* wald: every candidate's SE as row norms of Phi L (the fastest of BLAS dtrmm, a plain f64
+  GEMM and BLAS strmm in f32, whose SEs are rounded to f32: its choices may differ), then
+  argmax of r - q se;
 * draws64: Phi (f64) @ Draws^T (f64 GEMM) then np.quantile(alpha/2) per row (linear, as the
   library), argmax; the same arithmetic as the library (exact products, f64 sums);
-* draws32: the same in f32 (sgemm), rounding the sums to f32.
+* draws32: the same in f32 (sgemm), rounding the sums to f32 (both skipped for B = 0).
 
 Prints one JSON line: median ms per prompt of each, and each prompt's chosen index.
 
@@ -34,7 +35,7 @@ def main():
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
     import numpy as np
-    from scipy.linalg.blas import dtrmm
+    from scipy.linalg.blas import dtrmm, strmm
 
     d1, n = args.d1, args.n
     path = lambda f: os.path.join(args.dir, f)
@@ -51,6 +52,14 @@ def main():
         se = np.linalg.norm(dtrmm(1.0, Lf, phi, side=1, lower=1), axis=1)
         return int(np.argmax(phi @ theta - q * se))
 
+    Lf32 = np.asfortranarray(L, dtype=np.float32)
+    theta32 = theta.astype(np.float32)
+
+    def wald_strmm(block):
+        phi = np.asfortranarray(block, dtype=np.float32)
+        se = np.linalg.norm(strmm(1.0, Lf32, phi, side=1, lower=1), axis=1)
+        return int(np.argmax(phi @ theta32 - np.float32(q) * se))
+
     def wald_gemm(block):
         phi = block.astype(np.float64)
         return int(np.argmax(phi @ theta - q * np.linalg.norm(phi @ L, axis=1)))
@@ -65,17 +74,21 @@ def main():
 
     prompts = phi_all.shape[0] // n
     blocks = [phi_all[g * n:(g + 1) * n] for g in range(prompts)]
-    for f in (wald_trmm, wald_gemm):
+    walds = (wald_trmm, wald_gemm, wald_strmm)
+    for f in walds:
         f(blocks[0])
     t = {}
-    for f in (wald_trmm, wald_gemm):
+    for f in walds:
         t0 = time.perf_counter()
         for _ in range(3):
             f(blocks[0])
         t[f] = time.perf_counter() - t0
     wald = min(t, key=t.get)
     out = {"wald_kernel": wald.__name__}
-    for name, f in (("wald", wald), ("draws64", draws_f64), ("draws32", draws_f32)):
+    ways = [("wald", wald)]
+    if args.reps > 0:
+        ways += [("draws64", draws_f64), ("draws32", draws_f32)]
+    for name, f in ways:
         times, picks = [], []
         for b in blocks:
             for _ in range(args.calls):

@@ -6,7 +6,7 @@ use crate::calibrate::IntervalMethod;
 use crate::codes::coded_enum;
 use crate::error::{check_alpha, check_finite, Error, Result};
 use crate::fitted::{RewardInterval, RewardModel};
-use crate::interval::{check_features_result, norm_bound, Functional, PruneBound, Target};
+use crate::interval::{check_features_result, norm_bound, Functional, PruneBound, Rule, Target};
 
 coded_enum! {
     /// How the variance of a reward difference `D = r(a0) - r(a1)` is computed.
@@ -291,7 +291,12 @@ pub struct Best {
 /// ... (one pass of the scoring kernel each; the same computation as [`select`]'s, so the
 /// same bits), and the search stops as soon as no remaining candidate's bound reaches the
 /// best score so far. When SEs are small next to the spread of the rewards, a few intervals
-/// out of N decide.
+/// out of N decide. When they are not (close candidates: N answers to one prompt, rewards
+/// within a few SEs) and more than 16 candidates are left that could win, a Wald model's
+/// bounds are tightened by lower bounds of every candidate's SE (Cauchy-Schwarz from the
+/// candidates' mean, whose product with the factor comes with the first batch's SEs, then one
+/// more pass over the factor: `wald_se_floors`), `center - q floor - penalty`, and the search
+/// goes on in the new order.
 ///
 /// Every candidate is evaluated (as by [`select`]) when pruning is not valid or could change
 /// an error: under the cluster jackknives, under the percentile bootstrap when `alpha` is so
@@ -308,6 +313,9 @@ pub fn select_best<T: Copy + Into<f64>>(
 ) -> Result<Best> {
     const FIRST_BATCH: usize = 4;
     const MAX_BATCH: usize = 32;
+    // More candidates than this left that could win: the Wald SE floors pay for their pass
+    // over the factor (`L u`, about one small batch's pass).
+    const FLOOR_AFTER: usize = 16;
     let every = |model: &RewardModel| -> Result<Best> {
         let all = select(model, phis, penalties, alpha, policy)?;
         Ok(Best {
@@ -335,8 +343,10 @@ pub fn select_best<T: Copy + Into<f64>>(
     let rule = model.calibration().rule();
     let draws = model.theta_draws_f64();
     let reps = model.calibration().reps();
-    let evaluate = |batch: &[usize]| -> Vec<RewardInterval> {
-        let mut batch_rows = Vec::with_capacity(batch.len() * d1);
+    // Intervals of the candidates `batch`; with an `anchor` (Wald only), the pass of the
+    // scoring kernel that gives their SEs also gives the anchor's product `L^T anchor`.
+    let evaluate = |batch: &[usize], anchor: Option<&[f64]>| {
+        let mut batch_rows = Vec::with_capacity((batch.len() + 1) * d1);
         for &k in batch {
             batch_rows.extend_from_slice(&rows[k * d1..(k + 1) * d1]);
         }
@@ -344,12 +354,24 @@ pub fn select_best<T: Copy + Into<f64>>(
             .iter()
             .map(|&k| model.reward(&rows[k * d1..(k + 1) * d1]))
             .collect();
-        rule.theta_intervals(
-            &estimates,
-            || model.reward_se_batch(&batch_rows),
-            || crate::linalg::project_rows(&batch_rows, d1, draws, reps),
-            alpha,
-        )
+        let Some(anchor) = anchor else {
+            let intervals = rule.theta_intervals(
+                &estimates,
+                || model.reward_se_batch(&batch_rows),
+                || crate::linalg::project_rows(&batch_rows, d1, draws, reps),
+                alpha,
+            );
+            return (intervals, Vec::new());
+        };
+        batch_rows.extend_from_slice(anchor);
+        let (squares, product) =
+            model
+                .packed_factor()
+                .norms_and_products(&batch_rows, &|v: f64| v, 1);
+        // `reward_se_batch`'s SEs, to the bit (the kernel's lanes are independent).
+        let ses: Vec<f64> = squares.into_iter().map(f64::sqrt).collect();
+        let intervals = rule.theta_intervals(&estimates, || ses, || unreachable!(), alpha);
+        (intervals, product)
     };
     if policy == Policy::Bon {
         // The BoN score itself: center - penalty.
@@ -359,7 +381,7 @@ pub fn select_best<T: Copy + Into<f64>>(
                 index = k;
             }
         }
-        let interval = evaluate(&[index])[0];
+        let interval = evaluate(&[index], None).0[0];
         return Ok(Best {
             index,
             candidate: candidate(interval, pen(index), policy, index)?,
@@ -374,7 +396,7 @@ pub fn select_best<T: Copy + Into<f64>>(
     } else {
         crate::linalg::project_rows(&rows, d1, draws, m)
     };
-    let bound: Vec<f64> = (0..n_cand)
+    let mut bound: Vec<f64> = (0..n_cand)
         .map(|k| {
             // V >= ||phi|| max_b ||theta*_b|| >= |theta*_b . phi| (as computed, too).
             let magnitude = 1.01 * norms[k] * model.max_draw_norm();
@@ -385,10 +407,23 @@ pub fn select_best<T: Copy + Into<f64>>(
         .collect();
     let mut order: Vec<usize> = (0..n_cand).collect();
     order.sort_by(|&a, &b| bound[b].total_cmp(&bound[a]).then(a.cmp(&b)));
+    // Wald SEs can be bounded from below (`wald_se_floors`) when the centres alone leave many
+    // candidates that could win: close candidates, whose rewards are within a few SEs. The
+    // anchor of the floors, the candidates' mean, rides along the first batch (whose size then
+    // leaves room for it in the kernel's four lanes).
+    let mut floored = !matches!(rule, Rule::Wald);
+    let mut anchor = (!floored).then(|| {
+        let mut w = vec![0.0f64; d1];
+        for phi in rows.chunks_exact(d1) {
+            crate::linalg::axpy(1.0 / n_cand as f64, phi, &mut w);
+        }
+        w
+    });
+    let mut product = Vec::new();
     let mut best: Option<(usize, Candidate)> = None;
     let mut computed = 0;
     let mut next = 0;
-    let mut batch_size = FIRST_BATCH;
+    let mut batch_size = FIRST_BATCH - usize::from(anchor.is_some());
     while next < order.len() {
         // Candidates that can still win: bound above the best score, or equal to it with a
         // lower index (a tie goes to the lowest index).
@@ -396,6 +431,20 @@ pub fn select_best<T: Copy + Into<f64>>(
             None => true,
             Some((i, c)) => bound[k] > c.score || (bound[k] == c.score && k < *i),
         };
+        let left = || order[next..].iter().filter(|&&k| can_win(k)).count();
+        if !floored && best.is_some() && left() > FLOOR_AFTER {
+            floored = true;
+            let w = anchor.take().expect("the anchor of a Wald selection");
+            if product.is_empty() {
+                product = model.packed_factor().products(&w);
+            }
+            let floors = wald_se_floors(model, &product, &rows, &norms, bounds.se);
+            for &k in &order[next..] {
+                bound[k] = bound[k].min(floored_bound(centers[k], floors[k], q, pen(k)));
+            }
+            order[next..].sort_by(|&a, &b| bound[b].total_cmp(&bound[a]).then(a.cmp(&b)));
+            continue;
+        }
         let mut batch = Vec::with_capacity(batch_size);
         while next < order.len() && batch.len() < batch_size {
             let k = order[next];
@@ -413,7 +462,12 @@ pub fn select_best<T: Copy + Into<f64>>(
         }
         computed += batch.len();
         batch_size = (2 * batch_size).min(MAX_BATCH);
-        for (&k, interval) in batch.iter().zip(evaluate(&batch)) {
+        let first = computed == batch.len() && !floored;
+        let (intervals, p) = evaluate(&batch, anchor.as_deref().filter(|_| first));
+        if !p.is_empty() {
+            product = p;
+        }
+        for (&k, interval) in batch.iter().zip(intervals) {
             let c = candidate(interval, pen(k), policy, k)?;
             let better = match &best {
                 None => true,
@@ -430,6 +484,59 @@ pub fn select_best<T: Copy + Into<f64>>(
         candidate,
         se_computed: computed,
     })
+}
+
+/// Lower bounds of the Wald SEs `||L^T phi_k||` of the candidates (rows of `rows`, `norms`
+/// at least their norms, `frobenius` at least `||L||_F`) from an anchor's product `u = L^T w`
+/// (any `u` gives valid bounds), each at most the SE the scoring kernel computes for that row,
+/// rounding included.
+///
+/// Cauchy-Schwarz in the covariance's inner product, from one anchor: for any `u`,
+/// `||L^T phi|| >= |phi . (L u)| / ||u||`. With `u = L^T w` for the candidates' mean `w`,
+/// `L u = Sigma w` and the bound is `SE(phi) cos(angle)`: it falls short of the SE by about
+/// `||L^T (phi - w)||^2 / (2 SE)`, second order in the candidates' spread, so close candidates
+/// get tight bounds for one pass over the factor (`L u`; `u` comes with a batch's SEs) and
+/// one dot product each. Rounding: `L u`, the dot products and the norms are each within `g = 2 (d1 + 16) u`
+/// (relative, `u` the unit roundoff doubled) of `||L||_F ||u|| ||phi||`-sized terms, and the
+/// kernel's SE within as much of the exact one (its sums run over `d1` terms in order); the
+/// floor subtracts both. Non-finite intermediates (features near the overflow checks) give 0.
+fn wald_se_floors(
+    model: &RewardModel,
+    u: &[f64],
+    rows: &[f64],
+    norms: &[f64],
+    frobenius: f64,
+) -> Vec<f64> {
+    let d1 = model.d1();
+    let h = model.packed_factor().matvec(u);
+    let norm = |v: &[f64]| crate::linalg::dot(v, v).sqrt();
+    let g = 2.0 * (d1 + 16) as f64 * f64::EPSILON;
+    let (u_up, h_up, f_up) = (
+        norm(u) * (1.0 + g),
+        norm(&h) * (1.0 + g),
+        frobenius * (1.0 + g),
+    );
+    rows.chunks_exact(d1)
+        .zip(norms)
+        .map(|(phi, &nb)| {
+            let p = crate::linalg::dot(phi, &h).abs();
+            let cs = (p - g * nb * (h_up + f_up * u_up)) / u_up;
+            let floor = cs * (1.0 - g) - g * f_up * nb;
+            // Also 0 for NaN (a zero anchor gives 0 / 0) and for overflowed terms.
+            if floor > 0.0 && floor.is_finite() {
+                floor
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// An upper bound of the pBoN score `(center - q se) - penalty` of a candidate whose computed
+/// SE is at least `floor`: the same expression at `floor` plus a few roundings of its terms.
+fn floored_bound(center: f64, floor: f64, q: f64, penalty: f64) -> f64 {
+    let value = (center - q * floor) - penalty;
+    value + 4.0 * f64::EPSILON * (center.abs() + q * floor + penalty.abs())
 }
 
 /// What [`select_best`] needs to prune under the model's interval rule at level `alpha`;
@@ -514,6 +621,146 @@ mod tests {
                 "{method:?}: only {pruned:?} pruned selections"
             );
         }
+    }
+
+    /// A Wald model of dimension `d1`: theta uniform of width `theta_scale`, `L` the Cholesky
+    /// factor of a random SPD matrix times `cov_scale`.
+    fn wald_model(d1: usize, seed: u64, theta_scale: f64, cov_scale: f64) -> RewardModel {
+        let mut next = uniform(seed);
+        let theta: Vec<f64> = (0..d1).map(|_| theta_scale * (next() - 0.5)).collect();
+        let l =
+            crate::linalg::cholesky(&(crate::testing::random_spd(d1, seed + 1) * cov_scale), "A")
+                .unwrap();
+        let report = model(IntervalMethod::Wald).report().clone();
+        RewardModel::from_parts(
+            crate::model::Params {
+                theta,
+                gamma: vec![0.0],
+            },
+            1000,
+            crate::covariance::CovarianceKind::Expected,
+            report,
+            l,
+            nalgebra::DMatrix::identity(1, 1),
+        )
+        .unwrap()
+    }
+
+    /// The SE floors never exceed the SE the kernel computes, rounding included, even where
+    /// Cauchy-Schwarz is an equality (every candidate a multiple of the candidates' mean,
+    /// which is then the anchor's direction): the margins are what keeps them below.
+    #[test]
+    fn se_floors_lie_below_the_computed_ses_even_where_they_are_exact() {
+        let frob = |m: &RewardModel| m.theta_se().iter().map(|s| s * s).sum::<f64>().sqrt();
+        let mut tight = 0;
+        for (d1, seed) in [(3, 1u64), (64, 2), (300, 3)] {
+            let model = wald_model(d1, seed, 1.0, 1e-3);
+            let mut next = uniform(seed + 10);
+            for trial in 0..30 {
+                let n_cand = [1, 7, 64][trial % 3];
+                let center: Vec<f64> = (0..d1).map(|_| next() - 0.5).collect();
+                let spread = [0.0, 1e-9, 1e-3, 0.05, 1.0][trial % 5];
+                let rows: Vec<f64> = if trial % 2 == 0 {
+                    // Multiples of one direction: the bound is exact but for rounding.
+                    (0..n_cand)
+                        .flat_map(|k| {
+                            let t = 1.0 + spread * k as f64;
+                            center.iter().map(move |c| c * t).collect::<Vec<_>>()
+                        })
+                        .collect()
+                } else {
+                    (0..n_cand * d1)
+                        .map(|i| center[i % d1] + spread * (next() - 0.5))
+                        .collect()
+                };
+                let norms: Vec<f64> = rows.chunks_exact(d1).map(norm_bound).collect();
+                let mut w = vec![0.0; d1];
+                for phi in rows.chunks_exact(d1) {
+                    crate::linalg::axpy(1.0 / n_cand as f64, phi, &mut w);
+                }
+                let u = model.packed_factor().products(&w);
+                let floors = wald_se_floors(&model, &u, &rows, &norms, frob(&model));
+                let ses = model.reward_se_batch(&rows);
+                for (k, (f, se)) in floors.iter().zip(&ses).enumerate() {
+                    assert!(f <= se, "d1 {d1} trial {trial} row {k}: {f} > {se}");
+                    assert!(*f >= 0.0);
+                    tight += (*f > se * (1.0 - 1e-6)) as usize;
+                }
+            }
+        }
+        assert!(tight > 100, "only {tight} floors within 1e-6 of their SE");
+    }
+
+    /// pBoN among close candidates (N answers to one prompt: around one point, rewards within
+    /// a few SEs), where the SE floors decide: the pruned search chooses what `select` chooses
+    /// with the same figures to the bit, with exact duplicates, near-duplicates, every
+    /// candidate the same, penalties (random, cancelling the rewards, and equal ones making
+    /// score ties), `f32` and `f64` features; and it computes far fewer than N SEs.
+    #[test]
+    fn close_candidates_choose_what_select_chooses() {
+        let bits = |c: &Candidate| {
+            let i = c.interval;
+            [i.reward, i.se, i.lower, i.upper, c.penalty, c.score].map(f64::to_bits)
+        };
+        let (mut cases, mut computed, mut offered) = (0, 0, 0);
+        for (d1, seed) in [(8, 5u64), (64, 6), (200, 7)] {
+            // Rewards and SEs of one order, as a fitted model's.
+            let model = wald_model(d1, seed, 2.0 / (d1 as f64).sqrt(), 1.0 / d1 as f64);
+            let mut next = uniform(seed + 20);
+            for trial in 0..24 {
+                let n_cand = [128, 40, 17, 128][trial % 4];
+                let spread = [0.05, 0.01, 0.2, 1e-4][trial % 4];
+                let center: Vec<f64> = (0..d1).map(|_| next() - 0.5).collect();
+                let mut phis: Vec<f64> = (0..n_cand * d1)
+                    .map(|i| center[i % d1] + spread * (next() - 0.5))
+                    .collect();
+                if trial % 3 == 1 {
+                    // Duplicates of a few rows throughout, and near-duplicates (an ulp away).
+                    for k in (3..n_cand).step_by(3) {
+                        let src = (k % 3) * d1;
+                        let row: Vec<f64> = phis[src..src + d1].to_vec();
+                        phis[k * d1..(k + 1) * d1].copy_from_slice(&row);
+                        if k % 2 == 0 {
+                            phis[k * d1] *= 1.0 + f64::EPSILON;
+                        }
+                    }
+                }
+                if trial % 8 == 7 {
+                    let first = phis[..d1].to_vec();
+                    for row in phis.chunks_exact_mut(d1) {
+                        row.copy_from_slice(&first);
+                    }
+                }
+                let narrow: Vec<f32> = phis.iter().map(|&v| v as f32).collect();
+                let wide: Vec<f64> = narrow.iter().map(|&v| f64::from(v)).collect();
+                let pen: Vec<f64> = (0..n_cand).map(|_| 0.01 * next()).collect();
+                let cancel: Vec<f64> = wide.chunks_exact(d1).map(|p| model.reward(p)).collect();
+                let same = vec![0.25; n_cand];
+                for alpha in [0.05, 0.5, 1e-4] {
+                    for penalties in [None, Some(&pen[..]), Some(&cancel[..]), Some(&same[..])] {
+                        let all = select(&model, &narrow, penalties, alpha, Policy::Pbon).unwrap();
+                        let best =
+                            select_best(&model, &narrow, penalties, alpha, Policy::Pbon).unwrap();
+                        let what = format!("d1 {d1} trial {trial} alpha {alpha} {penalties:?}");
+                        assert_eq!(best.index, all.index, "{what}");
+                        let chosen = all.candidates[all.index];
+                        assert_eq!(bits(&best.candidate), bits(&chosen), "{what}");
+                        let f64s =
+                            select_best(&model, &wide, penalties, alpha, Policy::Pbon).unwrap();
+                        assert_eq!(f64s.index, best.index, "{what}");
+                        assert_eq!(bits(&f64s.candidate), bits(&chosen), "{what}");
+                        cases += 1;
+                        computed += best.se_computed;
+                        offered += n_cand;
+                    }
+                }
+            }
+        }
+        assert!(cases > 800);
+        assert!(
+            computed * 4 < offered,
+            "{computed} of {offered} SEs computed: the floors do not prune close candidates"
+        );
     }
 
     /// A percentile-bootstrap model of dimension `d1` with `reps` draws `theta + shift + s

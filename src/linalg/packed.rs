@@ -104,11 +104,12 @@ mod x86_panel {
     use std::arch::x86_64::*;
 
     /// 16 lanes, 8 columns: 16 zmm accumulators. AVX-512 intrinsics are stable since Rust
-    /// 1.89, above the crate's MSRV: compiled only with the `avx512` cargo feature.
-    #[cfg(feature = "avx512")]
+    /// 1.89, above the crate's MSRV: compiled whenever the compiler has them (`build.rs` sets
+    /// `hetreward_avx512`), chosen at run time.
+    #[cfg(hetreward_avx512)]
     #[allow(clippy::incompatible_msrv)]
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn avx512(panel: &[f64], xt: &[f64], stride: usize, acc: &mut [f64]) {
+    pub(super) unsafe fn avx512(panel: &[f64], xt: &[f64], stride: usize, acc: &mut [f64]) {
         let rows = panel.len() / PANEL;
         debug_assert!(xt.len() >= (rows.max(1) - 1) * stride + GROUP);
         let (pa, pl, px) = (acc.as_mut_ptr(), panel.as_ptr(), xt.as_ptr());
@@ -161,7 +162,7 @@ mod x86_panel {
 fn panel_level() -> u8 {
     #[cfg(target_arch = "x86_64")]
     {
-        #[cfg(feature = "avx512")]
+        #[cfg(hetreward_avx512)]
         if std::arch::is_x86_feature_detected!("avx512f") && has_fma() {
             return 2;
         }
@@ -173,7 +174,8 @@ fn panel_level() -> u8 {
 }
 
 /// Runs the panel kernel over the first `active` (at most 16) lanes of one group; the
-/// 4-lane kernels skip sub-groups that are all padding.
+/// 4-lane kernels skip sub-groups that are all padding, so a group of at most 8 active lanes
+/// (a pruned selection's small batches, one anchor) runs them even where AVX-512 is there.
 #[inline]
 fn panel_group(
     level: u8,
@@ -184,8 +186,9 @@ fn panel_group(
     active: usize,
 ) {
     let quads = active.div_ceil(4).min(GROUP / 4);
+    let level = if level == 2 && quads <= 2 { 1 } else { level };
     match level {
-        #[cfg(all(target_arch = "x86_64", feature = "avx512"))]
+        #[cfg(all(target_arch = "x86_64", hetreward_avx512))]
         // SAFETY: AVX-512F and FMA were detected at run time.
         2 => unsafe { x86_panel::avx512(panel, xt, stride, acc) },
         #[cfg(target_arch = "x86_64")]
@@ -281,11 +284,64 @@ impl PackedLower {
         }
         // Chunks of rows whose transpose stays in L2 while L streams past.
         x.chunks(CHUNK_LANES * n)
-            .flat_map(|c| self.squared_norms_chunk(c, &get))
+            .flat_map(|c| self.norms_and_products(c, &get, 0).0)
             .collect()
     }
 
-    fn squared_norms_chunk<T: Copy>(&self, x: &[T], get: &impl Fn(T) -> f64) -> Vec<f64> {
+    /// The products `x_k^T L` themselves (row-major `m x n`) for the rows `x_k` of `x`: the
+    /// sums [`PackedLower::squared_norms`] squares. Single-threaded.
+    pub(crate) fn products(&self, x: &[f64]) -> Vec<f64> {
+        let n = self.n.max(1);
+        x.chunks(CHUNK_LANES * n)
+            .flat_map(|c| self.norms_and_products(c, &|v| v, c.len() / n).1)
+            .collect()
+    }
+
+    /// In one pass over `L` (at most [`CHUNK_LANES`] rows): the squared norms `|x_k^T L|^2` of
+    /// the rows of `x` but the last `extra` (exactly [`PackedLower::squared_norms`]'s values:
+    /// lanes are independent), and the products `x_k^T L` of those last `extra` rows
+    /// (row-major). A selection takes an anchor's product along with a batch's SEs.
+    pub(crate) fn norms_and_products<T: Copy>(
+        &self,
+        x: &[T],
+        get: &impl Fn(T) -> f64,
+        extra: usize,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let n = self.n;
+        let m = x.len() / n;
+        debug_assert!(m <= CHUNK_LANES && extra <= m);
+        let normed = m - extra;
+        let mut ss = vec![0.0f64; m.div_ceil(GROUP) * GROUP];
+        let mut prods = vec![0.0f64; extra * n];
+        self.sweep(x, get, |c0, acc| {
+            for (g, a) in acc.chunks_exact(PANEL * GROUP).enumerate() {
+                for c in 0..PANEL {
+                    for k in 0..GROUP {
+                        let v = a[c * GROUP + k];
+                        ss[g * GROUP + k] += v * v;
+                    }
+                }
+            }
+            for k in normed..m {
+                let (g, lane) = (k / GROUP, k % GROUP);
+                for c in 0..PANEL.min(n - c0) {
+                    prods[(k - normed) * n + c0 + c] = acc[g * PANEL * GROUP + c * GROUP + lane];
+                }
+            }
+        });
+        ss.truncate(normed);
+        (ss, prods)
+    }
+
+    /// One pass of the panel kernel over `L` for the rows of `x` (at most [`CHUNK_LANES`]):
+    /// after each 8-column panel starting at column `c0`, `visit(c0, acc)` sees the panel's
+    /// sums, lane `k`'s column `c0 + c` at `acc[(k / 16) * 128 + c * 16 + k % 16]`.
+    fn sweep<T: Copy>(
+        &self,
+        x: &[T],
+        get: &impl Fn(T) -> f64,
+        mut visit: impl FnMut(usize, &[f64]),
+    ) {
         let n = self.n;
         let m = x.len() / n;
         let stride = m.div_ceil(GROUP) * GROUP;
@@ -298,7 +354,6 @@ impl PackedLower {
             }
         }
         let level = panel_level();
-        let mut ss = vec![0.0f64; stride];
         let mut acc = vec![0.0f64; groups * PANEL * GROUP];
         for (q, &start) in self.starts.iter().enumerate() {
             let c0 = q * PANEL;
@@ -314,17 +369,147 @@ impl PackedLower {
                     panel_group(level, p, xs, stride, a, active);
                 }
             }
-            for (g, a) in acc.chunks_exact(PANEL * GROUP).enumerate() {
-                for c in 0..PANEL {
-                    for k in 0..GROUP {
-                        let v = a[c * GROUP + k];
-                        ss[g * GROUP + k] += v * v;
-                    }
-                }
-            }
+            visit(c0, &acc);
         }
-        ss.truncate(m);
-        ss
+    }
+
+    /// `L u` (length `n`). Each entry is a sum over the packed panels in order, each panel's
+    /// eight products summed as a fixed tree: the same bits on every CPU path.
+    pub(crate) fn matvec(&self, u: &[f64]) -> Vec<f64> {
+        let n = self.n;
+        let mut y = vec![0.0f64; n];
+        let level = panel_level();
+        for (q, &start) in self.starts.iter().enumerate() {
+            let c0 = q * PANEL;
+            let mut u8 = [0.0f64; PANEL];
+            for (c, v) in u8.iter_mut().enumerate().take(n - c0) {
+                *v = u[c0 + c];
+            }
+            let panel = &self.data[start..start + (n - c0) * PANEL];
+            panel_matvec(level, panel, &u8, &mut y[c0..]);
+        }
+        y
+    }
+}
+
+/// `y[r] += panel[r] . u8` for every row `r` of one packed panel: eight products summed as
+/// the tree `((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7))`, then added to `y[r]`.
+#[inline(always)]
+fn panel_matvec_body(panel: &[f64], u8: &[f64; PANEL], y: &mut [f64]) {
+    for (row, yr) in panel.chunks_exact(PANEL).zip(y.iter_mut()) {
+        let p: [f64; PANEL] = std::array::from_fn(|c| row[c] * u8[c]);
+        *yr += ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86_matvec {
+    //! [`super::panel_matvec_body`] with explicit intrinsics (the generic code does not
+    //! vectorise across rows): 8 (AVX-512) or 4 (AVX2) rows at a time, each row's eight
+    //! products summed by shuffles in the generic body's tree order, so the bits are the same;
+    //! the remaining rows by the generic body.
+    use super::PANEL;
+    use std::arch::x86_64::*;
+
+    #[cfg(hetreward_avx512)]
+    #[allow(clippy::incompatible_msrv)]
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn avx512(panel: &[f64], u8: &[f64; PANEL], y: &mut [f64]) {
+        let rows = (panel.len() / PANEL).min(y.len());
+        let full = rows / 8 * 8;
+        let u = _mm512_loadu_pd(u8.as_ptr());
+        let (pp, py) = (panel.as_ptr(), y.as_mut_ptr());
+        let mut r = 0;
+        while r < full {
+            macro_rules! p {
+                ($i:expr) => {
+                    _mm512_mul_pd(_mm512_loadu_pd(pp.add((r + $i) * PANEL)), u)
+                };
+            }
+            // Pairs: 128-bit lane j holds rows (2i, 2i + 1)'s products 2j + (2j + 1).
+            macro_rules! pair {
+                ($x:expr, $z:expr) => {{
+                    let (x, z) = ($x, $z);
+                    _mm512_add_pd(_mm512_unpacklo_pd(x, z), _mm512_unpackhi_pd(x, z))
+                }};
+            }
+            // 128-bit lanes (0 + 1) and (2 + 3) of x, then of z.
+            macro_rules! quad {
+                ($x:expr, $z:expr) => {{
+                    let (x, z) = ($x, $z);
+                    _mm512_add_pd(
+                        _mm512_shuffle_f64x2::<0b10_00_10_00>(x, z),
+                        _mm512_shuffle_f64x2::<0b11_01_11_01>(x, z),
+                    )
+                }};
+            }
+            let b0 = quad!(pair!(p!(0), p!(1)), pair!(p!(2), p!(3)));
+            let b1 = quad!(pair!(p!(4), p!(5)), pair!(p!(6), p!(7)));
+            // Products 0..4 plus 4..8 of each row, rows in order.
+            let s = quad!(b0, b1);
+            _mm512_storeu_pd(py.add(r), _mm512_add_pd(_mm512_loadu_pd(py.add(r)), s));
+            r += 8;
+        }
+        super::panel_matvec_body(&panel[full * PANEL..], u8, &mut y[full..]);
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn avx2(panel: &[f64], u8: &[f64; PANEL], y: &mut [f64]) {
+        let rows = (panel.len() / PANEL).min(y.len());
+        let full = rows / 4 * 4;
+        let (ulo, uhi) = (
+            _mm256_loadu_pd(u8.as_ptr()),
+            _mm256_loadu_pd(u8.as_ptr().add(4)),
+        );
+        let (pp, py) = (panel.as_ptr(), y.as_mut_ptr());
+        let mut r = 0;
+        while r < full {
+            macro_rules! lo {
+                ($i:expr) => {
+                    _mm256_mul_pd(_mm256_loadu_pd(pp.add((r + $i) * PANEL)), ulo)
+                };
+            }
+            macro_rules! hi {
+                ($i:expr) => {
+                    _mm256_mul_pd(_mm256_loadu_pd(pp.add((r + $i) * PANEL + 4)), uhi)
+                };
+            }
+            macro_rules! pair {
+                ($x:expr, $z:expr) => {{
+                    let (x, z) = ($x, $z);
+                    _mm256_add_pd(_mm256_unpacklo_pd(x, z), _mm256_unpackhi_pd(x, z))
+                }};
+            }
+            // (0 + 1) and (2 + 3) of rows (0, 1) then (2, 3), in row order.
+            macro_rules! half {
+                ($x:expr, $z:expr) => {{
+                    let (x, z) = ($x, $z);
+                    _mm256_add_pd(
+                        _mm256_permute2f128_pd::<0x20>(x, z),
+                        _mm256_permute2f128_pd::<0x31>(x, z),
+                    )
+                }};
+            }
+            let s_lo = half!(pair!(lo!(0), lo!(1)), pair!(lo!(2), lo!(3)));
+            let s_hi = half!(pair!(hi!(0), hi!(1)), pair!(hi!(2), hi!(3)));
+            let s = _mm256_add_pd(s_lo, s_hi);
+            _mm256_storeu_pd(py.add(r), _mm256_add_pd(_mm256_loadu_pd(py.add(r)), s));
+            r += 4;
+        }
+        super::panel_matvec_body(&panel[full * PANEL..], u8, &mut y[full..]);
+    }
+}
+
+/// Runs [`panel_matvec_body`] on the widest path `level` ([`panel_level`]) allows.
+fn panel_matvec(level: u8, panel: &[f64], u8: &[f64; PANEL], y: &mut [f64]) {
+    match level {
+        #[cfg(all(target_arch = "x86_64", hetreward_avx512))]
+        // SAFETY: AVX-512F was detected at run time.
+        2 => unsafe { x86_matvec::avx512(panel, u8, y) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2 was detected at run time (with FMA, which this body does not use).
+        1 => unsafe { x86_matvec::avx2(panel, u8, y) },
+        _ => panel_matvec_body(panel, u8, y),
     }
 }
 
@@ -354,6 +539,58 @@ mod tests {
                 );
                 // Alone or in a batch: identical bits.
                 assert_eq!(packed.squared_norms(row, |v| v)[0], got[k]);
+            }
+        }
+    }
+
+    /// `products` returns the sums `squared_norms` squares (the same bits), and `matvec` is
+    /// `L u`, on sizes with partial panels and more rows than one sweep takes.
+    #[test]
+    fn products_and_matvec_match_nalgebra() {
+        for &n in &[1usize, 5, 37, 300] {
+            let l = crate::linalg::cholesky(&random_spd(n, 3 + n as u64), "A").unwrap();
+            let packed = PackedLower::new(&l);
+            let m = 40;
+            let x: Vec<f64> = (0..m * n).map(|i| (i as f64 * 0.37).sin()).collect();
+            let prods = packed.products(&x);
+            let ss = packed.squared_norms(&x, |v| v);
+            for (k, row) in x.chunks_exact(n).enumerate() {
+                let want = DMatrix::from_row_slice(1, n, row) * &l;
+                let got = &prods[k * n..(k + 1) * n];
+                for (j, g) in got.iter().enumerate() {
+                    assert!(
+                        (g - want[j]).abs() <= 1e-12 * want.norm().max(1.0),
+                        "n {n} {k} {j}"
+                    );
+                }
+                // The same sums, squared in the same order, give the kernel's bits.
+                let mut acc = 0.0f64;
+                for v in got {
+                    acc += v * v;
+                }
+                assert_eq!(acc.to_bits(), ss[k].to_bits(), "n {n} row {k}");
+            }
+            let u: Vec<f64> = (0..n).map(|i| (i as f64 * 0.71).cos()).collect();
+            let lu = &l * nalgebra::DVector::from_column_slice(&u);
+            let got = packed.matvec(&u);
+            for i in 0..n {
+                assert!(
+                    (got[i] - lu[i]).abs() <= 1e-12 * lu.norm().max(1.0),
+                    "n {n} {i}"
+                );
+            }
+            // Every path the CPU offers gives the same bits.
+            for level in 0..=panel_level() {
+                let mut y = vec![0.0; n];
+                for (q, &start) in packed.starts.iter().enumerate() {
+                    let c0 = q * PANEL;
+                    let mut u8 = [0.0; PANEL];
+                    let width = PANEL.min(n - c0);
+                    u8[..width].copy_from_slice(&u[c0..c0 + width]);
+                    let panel = &packed.data[start..start + (n - c0) * PANEL];
+                    panel_matvec(level, panel, &u8, &mut y[c0..]);
+                }
+                assert_eq!(y, got, "level {level}");
             }
         }
     }
