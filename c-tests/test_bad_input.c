@@ -534,7 +534,7 @@ static void dataset_file_cases(void) {
          hetreward_dataset_load(csv, &out_ds));
     write_text(csv, "cluster,y,psi0,z1\n1.5,1,1,0.5\n2,0,1,-0.5\n3,1,1,0.25\n");
     CASE("file", "CSV: a cluster id that is not an integer", HETREWARD_BAD_FORMAT,
-         "column `cluster`, data row 1: cluster id 1.5",
+         "column `cluster`, data row 1: cluster id `1.5`",
          hetreward_dataset_load(csv, &out_ds));
 
     /* safetensors: written by hand (header length, JSON header, little-endian data). */
@@ -1136,7 +1136,7 @@ static void model_file_cases(void) {
          hetreward_model_load(path, NULL));
     CASE("path", "file does not exist", HETREWARD_IO, "bad_input_absent.hrm",
          hetreward_model_load("bad_input_absent.hrm", &out_model));
-    CASE("path", "a directory", HETREWARD_IO, "Is a directory",
+    CASE("path", "a directory", HETREWARD_IO, "is a folder, not a regular file",
          hetreward_model_load(".", &out_model));
     write_text("bad_input_text.hrm", "y,psi0,z1\n1,1,0.5\n0,1,-0.25\n");
     CASE("file", "a CSV file, not a model", HETREWARD_BAD_FORMAT,
@@ -1478,7 +1478,8 @@ static void issue22_cases(void) {
     size_t len = 0, i, section, draws;
 
     /* Class 1: an endless source or a huge sparse file is refused naming the file, in seconds
-     * and in bounded memory (the CSV reader grew its header row until malloc failed: SIGABRT). */
+     * and in bounded memory (the CSV reader grew its header row until malloc failed: SIGABRT).
+     * A device such as /dev/zero is not even opened: inputs are regular files (issue 32). */
     function_header("hetreward_dataset_load");
     unlink("bad_input_zero.csv");
     unlink("bad_input_urandom.csv");
@@ -1489,17 +1490,17 @@ static void issue22_cases(void) {
     make_sparse("bad_input_sparse.csv", NULL, 0, ten_gb);
     make_sparse("bad_input_sparse.safetensors", NULL, 0, ten_gb);
     BOUNDED(CASE("path", "a link to /dev/zero as .csv (used to abort the host: SIGABRT)",
-                 HETREWARD_BAD_FORMAT, "bad_input_zero.csv" SEP "runs past 16777216 bytes",
+                 HETREWARD_IO, "bad_input_zero.csv" SEP "is a character device, not a regular file",
                  hetreward_dataset_load("bad_input_zero.csv", &out_ds)));
     BOUNDED(CASE("path", "a 10 GB sparse file as .csv (used to abort the host)",
                  HETREWARD_BAD_FORMAT, "bad_input_sparse.csv" SEP "runs past",
                  hetreward_dataset_load("bad_input_sparse.csv", &out_ds)));
     /* Random bytes: the message depends on them, so the case is checked, not tabled. */
     BOUNDED(CHECK_ERR(hetreward_dataset_load("bad_input_urandom.csv", &out_ds),
-                      HETREWARD_BAD_FORMAT, "bad_input_urandom.csv"));
+                      HETREWARD_IO, "bad_input_urandom.csv"));
     CHECK(out_ds == DS_SENTINEL);
     BOUNDED(CHECK_ERR(hetreward_dataset_load("bad_input_zero.safetensors", &out_ds),
-                      HETREWARD_BAD_FORMAT, "bad_input_zero.safetensors"));
+                      HETREWARD_IO, "bad_input_zero.safetensors"));
     BOUNDED(CHECK_ERR(hetreward_dataset_load("bad_input_sparse.safetensors", &out_ds),
                       HETREWARD_BAD_FORMAT, "bad_input_sparse.safetensors"));
     CHECK(out_ds == DS_SENTINEL);
@@ -1518,7 +1519,7 @@ static void issue22_cases(void) {
     unlink("bad_input_zero.hrm");
     CHECK(symlink("/dev/zero", "bad_input_zero.hrm") == 0);
     BOUNDED(CHECK_ERR(hetreward_model_load("bad_input_zero.hrm", &out_model),
-                      HETREWARD_BAD_FORMAT, "bad_input_zero.hrm"));
+                      HETREWARD_IO, "bad_input_zero.hrm"));
     CHECK(out_model == MODEL_SENTINEL);
     unlink("bad_input_zero.csv");
     unlink("bad_input_urandom.csv");
@@ -1631,6 +1632,151 @@ static void issue22_cases(void) {
 
 /* Every bit flip and every truncation of a model, through the C API's buffer loader (the Rust
  * unit tests src/io/model_file.rs do the same on from_bytes). Returns the number of buffers. */
+/* The training data as a safetensors file with an extra `cluster` tensor [N] of `dtype`
+ * (`cluster_bytes`: N values of its width) and `metadata` (NULL = none) as `__metadata__`. */
+static void write_clustered_safetensors(const char *path, const char *metadata,
+                                        const char *dtype, const void *cluster_bytes,
+                                        size_t width) {
+    const size_t z = N * D1 * 8, v = N * 8, psi = N * D2 * 8, c = N * width;
+    char json[1024];
+    unsigned char *buf = (unsigned char *)checked_malloc(z + 2 * v + psi + c);
+    int k = snprintf(
+        json, sizeof json,
+        "{%s%s%s\"z\":{\"dtype\":\"F64\",\"shape\":[%d,%d],\"data_offsets\":[0,%zu]},"
+        "\"psi0\":{\"dtype\":\"F64\",\"shape\":[%d],\"data_offsets\":[%zu,%zu]},"
+        "\"psi\":{\"dtype\":\"F64\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]},"
+        "\"y\":{\"dtype\":\"F64\",\"shape\":[%d],\"data_offsets\":[%zu,%zu]},"
+        "\"cluster\":{\"dtype\":\"%s\",\"shape\":[%d],\"data_offsets\":[%zu,%zu]}}",
+        metadata ? "\"__metadata__\":" : "", metadata ? metadata : "", metadata ? "," : "", N,
+        D1, z, N, z, z + v, N, D2, z + v, z + v + psi, N, z + v + psi, z + 2 * v + psi, dtype, N,
+        z + 2 * v + psi, z + 2 * v + psi + c);
+    CHECK(k > 0 && (size_t)k < sizeof json);
+    memcpy(buf, data.z, z);
+    memcpy(buf + z, data.psi0, v);
+    memcpy(buf + z + v, data.psi, psi);
+    memcpy(buf + z + v + psi, data.y, v);
+    memcpy(buf + z + 2 * v + psi, cluster_bytes, c);
+    write_safetensors(path, json, buf, z + 2 * v + psi + c);
+    free(buf);
+}
+
+/* The number of clusters the heterogeneity diagnostic of `model` counts in `ds`. */
+static size_t clusters_in(const hetreward_dataset *ds) {
+    double effects[D1 + D2], effective[D1 + D2];
+    hetreward_heterogeneity info;
+    CHECK_OK(hetreward_model_heterogeneity(model, ds, D1 + D2, effects, effective, &info));
+    return info.clusters;
+}
+
+/* Issue 32: inputs that never answer, ids quoted as written, metadata as the format says. */
+static void issue32_cases(void) {
+    const int64_t big = (int64_t)1 << 53; /* 2^53 + 0..7: eight ids, five through a double */
+    int64_t ids[N];
+    double floats[N];
+    uint64_t wide[N];
+    size_t i;
+    FILE *f;
+
+    /* Class 2: a FIFO with no writer named like an input is refused at once (every loader
+     * blocked forever in open). The alarm turns a regression into a failure, not a hang. */
+    unlink("bad_input_fifo.csv");
+    unlink("bad_input_fifo.safetensors");
+    unlink("bad_input_fifo.hrm");
+    CHECK(mkfifo("bad_input_fifo.csv", 0644) == 0);
+    CHECK(mkfifo("bad_input_fifo.safetensors", 0644) == 0);
+    CHECK(mkfifo("bad_input_fifo.hrm", 0644) == 0);
+    alarm(60);
+    function_header("hetreward_dataset_load");
+    CASE("path", "a FIFO with no writer named like a CSV file (used to block forever)",
+         HETREWARD_IO, "bad_input_fifo.csv" SEP "is a FIFO (named pipe), not a regular file",
+         hetreward_dataset_load("bad_input_fifo.csv", &out_ds));
+    CASE("path", "a FIFO with no writer named like a safetensors file", HETREWARD_IO,
+         "bad_input_fifo.safetensors" SEP "is a FIFO (named pipe)",
+         hetreward_dataset_load("bad_input_fifo.safetensors", &out_ds));
+    function_header("hetreward_dataset_load_shard");
+    CASE("path", "a FIFO with no writer", HETREWARD_IO,
+         "bad_input_fifo.csv" SEP "is a FIFO (named pipe)",
+         hetreward_dataset_load_shard("bad_input_fifo.csv", &out_ds));
+    function_header("hetreward_model_load");
+    CASE("path", "a FIFO with no writer (used to block forever)", HETREWARD_IO,
+         "bad_input_fifo.hrm" SEP "is a FIFO (named pipe), not a regular file",
+         hetreward_model_load("bad_input_fifo.hrm", &out_model));
+    alarm(0);
+    unlink("bad_input_fifo.csv");
+    unlink("bad_input_fifo.safetensors");
+    unlink("bad_input_fifo.hrm");
+
+    /* Class 4: cluster ids above 2^53 are read exactly (2^53 + 1 was "not an integer", quoted
+     * as 2^53) from CSV text, I64 tensors and the caller's int64_t arrays; a value no id can be
+     * is refused quoted as written. The heterogeneity diagnostic counts the clusters. */
+    for (i = 0; i < N; i++) ids[i] = big + (int64_t)(i % 8);
+    function_header("hetreward_dataset_new");
+    CASE("cluster", "ids 2^53 + 0..7 (eight clusters, exact)", HETREWARD_OK, "",
+         hetreward_dataset_new(N, D1, D2, data.z, data.psi0, data.psi, data.y, ids, &out_ds));
+    CHECK(clusters_in(out_ds) == 8);
+    hetreward_dataset_free(out_ds);
+    reset_outputs();
+    function_header("hetreward_dataset_load");
+    f = fopen("bad_input_ids.csv", "w");
+    CHECK(f != NULL);
+    fprintf(f, "cluster,y,psi0,z1,z2,z3,z4,psi1,psi2\n");
+    for (i = 0; i < N; i++) {
+        size_t j;
+        fprintf(f, "%lld,%g,%g", (long long)ids[i], data.y[i], data.psi0[i]);
+        for (j = 0; j < D1; j++) fprintf(f, ",%.17g", data.z[i * D1 + j]);
+        for (j = 0; j < D2; j++) fprintf(f, ",%.17g", data.psi[i * D2 + j]);
+        fprintf(f, "\n");
+    }
+    CHECK(fclose(f) == 0);
+    CASE("file", "CSV: cluster ids 2^53 + 0..7 (used to be refused as not integers)",
+         HETREWARD_OK, "", hetreward_dataset_load("bad_input_ids.csv", &out_ds));
+    CHECK(clusters_in(out_ds) == 8);
+    hetreward_dataset_free(out_ds);
+    reset_outputs();
+    write_text("bad_input_ids.csv",
+               "cluster,y,psi0,z1\n1,1,1,0.5\n-9223372036854775809,0,1,-0.5\n3,1,1,0.25\n");
+    CASE("file", "CSV: cluster id -2^63 - 1 on data row 2", HETREWARD_BAD_FORMAT,
+         "column `cluster`, data row 2: cluster id `-9223372036854775809` is outside the range "
+         "of 64-bit ids",
+         hetreward_dataset_load("bad_input_ids.csv", &out_ds));
+    write_clustered_safetensors("bad_input_ids.safetensors", NULL, "I64", ids, 8);
+    CASE("file", "safetensors: I64 cluster ids 2^53 + 0..7", HETREWARD_OK, "",
+         hetreward_dataset_load("bad_input_ids.safetensors", &out_ds));
+    CHECK(clusters_in(out_ds) == 8);
+    hetreward_dataset_free(out_ds);
+    reset_outputs();
+    for (i = 0; i < N; i++) floats[i] = (double)(i % 8);
+    floats[5] = 9007199254740993.0; /* stored as 2^53 */
+    write_clustered_safetensors("bad_input_ids.safetensors", NULL, "F64", floats, 8);
+    CASE("file", "safetensors: F64 cluster id 2^53 + 1 (stored as 2^53) on row 5",
+         HETREWARD_BAD_FORMAT,
+         "tensor `cluster`, row 5: cluster id `9007199254740992.0` is at or beyond 2^53",
+         hetreward_dataset_load("bad_input_ids.safetensors", &out_ds));
+    for (i = 0; i < N; i++) wide[i] = (uint64_t)(i % 8);
+    wide[9] = UINT64_MAX;
+    write_clustered_safetensors("bad_input_ids.safetensors", NULL, "U64", wide, 8);
+    CASE("file", "safetensors: U64 cluster id 2^64 - 1 on row 9", HETREWARD_BAD_FORMAT,
+         "tensor `cluster`, row 9: cluster id `18446744073709551615` is outside",
+         hetreward_dataset_load("bad_input_ids.safetensors", &out_ds));
+
+    /* Class 5: `__metadata__` as the format's reference implementation reads it (null or an
+     * object of strings); a nested object was accepted silently. */
+    write_clustered_safetensors("bad_input_ids.safetensors",
+                                "{\"format\":\"pt\",\"config\":{\"layers\":2}}", "I64", ids, 8);
+    CASE("file", "safetensors: `__metadata__` with a nested object (used to be accepted)",
+         HETREWARD_BAD_FORMAT,
+         "bad_input_ids.safetensors" SEP "expected a string as `__metadata__` entry `config`",
+         hetreward_dataset_load("bad_input_ids.safetensors", &out_ds));
+    write_clustered_safetensors("bad_input_ids.safetensors", "{\"format\":\"pt\"}", "I64", ids,
+                                8);
+    CASE("file", "safetensors: `__metadata__` of strings", HETREWARD_OK, "",
+         hetreward_dataset_load("bad_input_ids.safetensors", &out_ds));
+    hetreward_dataset_free(out_ds);
+    reset_outputs();
+    unlink("bad_input_ids.csv");
+    unlink("bad_input_ids.safetensors");
+}
+
 static size_t exhaustive_buffer_damage(void) {
     uint8_t *buf, *damaged;
     size_t len = 0, bit, cut, tried = 0;
@@ -1944,6 +2090,7 @@ int main(void) {
     host_safety_cases();
     distributed_cases();
     issue22_cases();
+    issue32_cases();
     shard_dataset_cases();
     buffers = exhaustive_buffer_damage();
     check_model_and_dataset();

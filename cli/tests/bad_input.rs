@@ -48,10 +48,11 @@ impl Matrix {
         code: i32,
         needles: &[&str],
     ) {
-        let out = Command::new(env!("CARGO_BIN_EXE_hetreward"))
-            .args(args)
-            .output()
-            .expect("run hetreward");
+        let out = run_bounded(
+            Command::new(env!("CARGO_BIN_EXE_hetreward"))
+                .args(args)
+                .stdin(std::process::Stdio::null()),
+        );
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         let got = out.status.code().expect("exited normally");
         assert_eq!(
@@ -89,6 +90,40 @@ impl Matrix {
             cell(&message)
         ));
     }
+}
+
+/// Most time a case may take: a command that blocks (a FIFO opened without a writer hung
+/// `fit` forever) is killed and fails its case instead of hanging the suite.
+const CASE_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs `command` to completion, killing it (and failing) after [`CASE_LIMIT`].
+fn run_bounded(command: &mut Command) -> std::process::Output {
+    use std::process::Stdio;
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run hetreward");
+    let pid = child.id() as libc::pid_t;
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let timed_out = matches!(
+            finished.recv_timeout(CASE_LIMIT),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        );
+        if timed_out {
+            // SAFETY: signals the child, not yet reaped (the main thread waits for it).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        timed_out
+    });
+    let out = child.wait_with_output().expect("wait for hetreward");
+    done.send(()).expect("the watchdog waits");
+    assert!(
+        !watchdog.join().unwrap(),
+        "{command:?} did not finish within {CASE_LIMIT:?}: killed"
+    );
+    out
 }
 
 fn cell(s: &str) -> String {
@@ -223,7 +258,7 @@ fn cli_bad_input_matrix() {
         "a directory",
         m.p("folder.csv"),
         2,
-        &["folder.csv", "Is a directory"]
+        &["folder.csv", "is a folder, not a regular file"]
     );
     fit_case!(
         "DATA",
@@ -359,7 +394,7 @@ fn cli_bad_input_matrix() {
         2,
         &[
             "cluster.csv",
-            "column `cluster`, data row 1: cluster id 1.5"
+            "column `cluster`, data row 1: cluster id `1.5`"
         ]
     );
     // Issue 32 item 4: rows are 1-based in CSV messages, as everywhere else in a CSV file.
@@ -380,7 +415,7 @@ fn cli_bad_input_matrix() {
         2,
         &[
             "cluster8.csv",
-            "column `cluster`, data row 8: cluster id 2.5"
+            "column `cluster`, data row 8: cluster id `2.5`"
         ]
     );
     // Issue 32 item 4: `--covariance cluster` with a single cluster is bad input naming the
@@ -728,7 +763,7 @@ fn cli_bad_input_matrix() {
         "a directory",
         &["inspect", &m.p("folder.csv")],
         2,
-        &["Is a directory"],
+        &["folder.csv", "is a folder, not a regular file"],
     );
 
     // ---- score ---------------------------------------------------------------------------------
@@ -1469,7 +1504,7 @@ fn cli_bad_input_matrix() {
                 "DATA",
                 "a link to /dev/zero (used to abort: SIGABRT)",
                 vec!["fit", zero, "--out", &out],
-                vec!["zero.csv", "runs past 16777216 bytes"],
+                vec!["zero.csv", "is a character device, not a regular file"],
             ),
             (
                 "DATA",
@@ -1481,7 +1516,7 @@ fn cli_bad_input_matrix() {
                 "PHI",
                 "a link to /dev/zero (used to abort)",
                 vec!["score", &model, zero],
-                vec!["zero.csv", "the header runs past"],
+                vec!["zero.csv", "is a character device, not a regular file"],
             ),
             (
                 "MODEL",
@@ -1679,6 +1714,213 @@ fn cli_bad_input_matrix() {
         }
     }
 
+    // ---- Issue 32: files that never answer, ids as written, metadata as the format says ------
+    {
+        // A FIFO with no writer, named like an input: every reader refuses it at once (each used
+        // to block forever in open). `run_bounded` kills a case that hangs.
+        let fifo = |name: &str| {
+            let c = std::ffi::CString::new(m.p(name)).unwrap();
+            // SAFETY: a NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+            m.p(name)
+        };
+        let fifo_csv = fifo("fifo.csv");
+        let fifo_st = fifo("fifo.safetensors");
+        let fifo_model = fifo("fifo.hrm");
+        let is_fifo = "is a FIFO (named pipe), not a regular file";
+        for (argument, input, args, name) in [
+            (
+                "DATA",
+                "a FIFO with no writer named `fifo.csv` (used to block forever)",
+                vec!["fit", &fifo_csv, "--out", &out],
+                "fifo.csv",
+            ),
+            (
+                "DATA",
+                "a FIFO with no writer named `fifo.safetensors`",
+                vec!["fit", &fifo_st, "--out", &out],
+                "fifo.safetensors",
+            ),
+            (
+                "MODEL",
+                "a FIFO with no writer (used to block forever)",
+                vec!["inspect", &fifo_model],
+                "fifo.hrm",
+            ),
+            (
+                "MODEL",
+                "a FIFO with no writer",
+                vec!["score", &fifo_model, &phi],
+                "fifo.hrm",
+            ),
+            (
+                "PHI",
+                "a FIFO with no writer (used to block forever)",
+                vec!["score", &model, &fifo_csv],
+                "fifo.csv",
+            ),
+            (
+                "PAIRS",
+                "a FIFO with no writer",
+                vec!["compare", &model, &fifo_st],
+                "fifo.safetensors",
+            ),
+            (
+                "CANDIDATES",
+                "a FIFO with no writer",
+                vec!["select", &model, &fifo_csv],
+                "fifo.csv",
+            ),
+        ] {
+            let started = std::time::Instant::now();
+            m.case(argument, input, &args, 2, &[name, is_fifo]);
+            assert!(started.elapsed().as_secs_f64() < 30.0, "{args:?}");
+            assert!(!Path::new(&out).exists(), "{args:?} wrote {out}");
+        }
+
+        // Cluster ids above 2^53 are read exactly (2^53 + 1 was refused as "not an integer" and
+        // quoted as 2^53), from CSV text and from I64 tensors; a value no id can be is quoted as
+        // written. Eight annotators 2^53 + 0..7: rounded through a double they would be five.
+        let big: i64 = 1 << 53;
+        let rebased = |text: String, id: &dyn Fn(usize, &str) -> String| -> String {
+            let mut lines = text.lines();
+            let mut out = format!("{}\n", lines.next().unwrap());
+            for (row, line) in lines.enumerate() {
+                let (first, rest) = line.split_once(',').unwrap();
+                out += &format!("{},{rest}\n", id(row, first));
+            }
+            out
+        };
+        let eight = clustered_csv(&data, 8);
+        let big_csv = m.write(
+            "big_ids.csv",
+            &rebased(eight.clone(), &|_, g| {
+                (big + g.parse::<i64>().unwrap()).to_string()
+            }),
+        );
+        let ids: Vec<i64> = (0..n).map(|i| big + (i % 8) as i64).collect();
+        let tensors = |cluster: (Dtype, Vec<u8>)| {
+            vec![
+                ("z", Dtype::F64, vec![n, 3], f64_bytes(data.z())),
+                ("psi0", Dtype::F64, vec![n], f64_bytes(data.psi0())),
+                ("psi", Dtype::F64, vec![n, 2], f64_bytes(data.psi())),
+                ("y", Dtype::F64, vec![n], f64_bytes(data.y())),
+                ("cluster", cluster.0, vec![n], cluster.1),
+            ]
+        };
+        let big_i64 = m.p("big_ids.safetensors");
+        write_safetensors(
+            Path::new(&big_i64),
+            &tensors((
+                Dtype::I64,
+                ids.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            )),
+        );
+        for (input, data_file) in [
+            (
+                "CSV: cluster ids 2^53 + 0..7 (used to be refused as not integers)",
+                &big_csv,
+            ),
+            ("safetensors: I64 cluster ids 2^53 + 0..7", &big_i64),
+        ] {
+            let args = ["fit", data_file.as_str(), "--out", &out];
+            m.case("DATA", input, &args, 0, &[]);
+            std::fs::remove_file(&out).unwrap();
+            let run = run_bounded(Command::new(env!("CARGO_BIN_EXE_hetreward")).args(args));
+            let stdout = String::from_utf8_lossy(&run.stdout);
+            assert!(
+                stdout.contains("heterogeneity: 8 clusters"),
+                "{input}: {stdout}"
+            );
+            std::fs::remove_file(&out).unwrap();
+        }
+        let too_big = m.write(
+            "too_big_id.csv",
+            &rebased(eight.clone(), &|row, g| {
+                if row == 4 {
+                    "9223372036854775808".into()
+                } else {
+                    g.into()
+                }
+            }),
+        );
+        fit_case!(
+            "DATA",
+            "CSV: cluster id 2^63 on data row 5",
+            too_big,
+            2,
+            &[
+                "too_big_id.csv",
+                "column `cluster`, data row 5: cluster id `9223372036854775808` is outside \
+                 the range of 64-bit ids"
+            ]
+        );
+        let rounded = m.p("f64_ids.safetensors");
+        let floats: Vec<f64> = (0..n).map(|i| (big + 1 + i as i64) as f64).collect();
+        write_safetensors(
+            Path::new(&rounded),
+            &tensors((Dtype::F64, f64_bytes(&floats))),
+        );
+        fit_case!(
+            "DATA",
+            "safetensors: F64 cluster id 2^53 + 1 (stored as 2^53)",
+            rounded,
+            2,
+            &[
+                "f64_ids.safetensors",
+                "tensor `cluster`, row 0: cluster id `9007199254740992.0` is at or beyond 2^53"
+            ]
+        );
+        let unsigned = m.p("u64_ids.safetensors");
+        let wide: Vec<u8> = (0..n)
+            .flat_map(|i| if i == 3 { u64::MAX } else { 1 }.to_le_bytes())
+            .collect();
+        write_safetensors(Path::new(&unsigned), &tensors((Dtype::U64, wide)));
+        fit_case!(
+            "DATA",
+            "safetensors: U64 cluster id 2^64 - 1 on row 3",
+            unsigned,
+            2,
+            &["tensor `cluster`, row 3: cluster id `18446744073709551615` is outside"]
+        );
+
+        // `__metadata__` as the format's reference implementation reads it: null or an object
+        // of strings. A nested object was accepted silently.
+        let plain = std::fs::read(&full).unwrap();
+        let header_len = u64::from_le_bytes(plain[..8].try_into().unwrap()) as usize;
+        let header = std::str::from_utf8(&plain[8..8 + header_len]).unwrap();
+        let with_metadata = |name: &str, metadata: &str| {
+            let json = format!("{{\"__metadata__\":{metadata},{}", &header[1..]);
+            let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
+            bytes.extend(json.as_bytes());
+            bytes.extend(&plain[8 + header_len..]);
+            std::fs::write(m.path(name), bytes).unwrap();
+            m.p(name)
+        };
+        fit_case!(
+            "DATA",
+            "safetensors: `__metadata__` with a nested object (used to be accepted)",
+            with_metadata(
+                "nested_metadata.safetensors",
+                r#"{"format":"pt","config":{"layers":2}}"#
+            ),
+            2,
+            &[
+                "nested_metadata.safetensors",
+                "expected a string as `__metadata__` entry `config`"
+            ]
+        );
+        let strings = with_metadata("string_metadata.safetensors", r#"{"format":"pt"}"#);
+        m.case(
+            "DATA",
+            "safetensors: `__metadata__` of strings",
+            &["fit", &strings, "--out", &out],
+            0,
+            &[],
+        );
+        std::fs::remove_file(&out).unwrap();
+    }
+
     // ---- the table -----------------------------------------------------------------------------
     let mut table = String::from(
         "| # | command | argument | bad input | exit | stderr (first error line; `<dir>` = the test's folder) |\n|---|---|---|---|---|---|\n",
@@ -1693,6 +1935,42 @@ fn cli_bad_input_matrix() {
         rows.len()
     );
     check_docs(&table);
+}
+
+/// `/dev/stdin` follows the inputs' rule: read when standard input is a regular file
+/// (`inspect /dev/stdin < model.hrm`), refused at once when it is a pipe (whose writer may never
+/// write).
+#[test]
+fn dev_stdin_is_read_only_when_it_is_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = dir.path().join("train.csv");
+    std::fs::write(&train, training_csv(&training(), None)).unwrap();
+    let model = dir.path().join("model.hrm");
+    let fit = run_bounded(Command::new(env!("CARGO_BIN_EXE_hetreward")).args([
+        "fit".as_ref(),
+        train.as_os_str(),
+        "--out".as_ref(),
+        model.as_os_str(),
+    ]));
+    assert!(fit.status.success(), "{fit:?}");
+    let inspect = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_hetreward"));
+        c.args(["inspect", "/dev/stdin"]);
+        c
+    };
+    let file = run_bounded(inspect().stdin(std::fs::File::open(&model).unwrap()));
+    assert!(file.status.success(), "{file:?}");
+    assert!(String::from_utf8_lossy(&file.stdout).contains("theta"));
+    // A pipe (its writer may never write): refused without reading it.
+    let started = std::time::Instant::now();
+    let pipe = run_bounded(inspect().stdin(std::process::Stdio::piped()));
+    assert_eq!(pipe.status.code(), Some(2), "{pipe:?}");
+    let stderr = String::from_utf8_lossy(&pipe.stderr);
+    assert!(
+        stderr.contains("/dev/stdin") && stderr.contains("is a FIFO (named pipe)"),
+        "{stderr}"
+    );
+    assert!(started.elapsed().as_secs_f64() < 30.0);
 }
 
 fn check_docs(rendered: &str) {

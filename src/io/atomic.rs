@@ -181,23 +181,22 @@ fn check_replaceable(target: &Path) -> Result<()> {
 
 /// Why an existing directory entry (its `symlink_metadata`) cannot be replaced by an output
 /// file, or `None` for a regular file.
-pub fn not_replaceable(meta: &std::fs::Metadata) -> Option<&'static str> {
+pub fn not_replaceable(meta: &std::fs::Metadata) -> Option<String> {
     let t = meta.file_type();
-    if t.is_symlink() {
-        Some(
-            "is a symbolic link: an output replaces the link itself rather than writing \
-             through it; give the path of the file it points to",
-        )
+    let reason = if t.is_symlink() {
+        "is a symbolic link: an output replaces the link itself rather than writing through it; \
+         give the path of the file it points to"
+            .to_string()
     } else if t.is_dir() {
-        Some("is a folder; give a file name")
-    } else if !t.is_file() {
-        Some(
-            "is not a regular file (a device, pipe or socket): outputs are written to a \
-             temporary file and renamed over the target, which would replace it",
-        )
+        "is a folder; give a file name".to_string()
     } else {
-        None
-    }
+        format!(
+            "is {}, not a regular file: outputs are written to a temporary file and renamed \
+             over the target, which would replace it",
+            super::input_file::special_kind(meta)?
+        )
+    };
+    Some(reason)
 }
 
 /// Writes `bytes` to `target` atomically (module docs).

@@ -4,11 +4,13 @@
 //! skipped) into buffers this module owns and grows, so everything a file can make the reader
 //! hold is bounded by a documented limit (issue 22; docs/errors.md): a record — the header or a
 //! data row, with any blank lines before it — of at most [`MAX_RECORD_BYTES`] bytes and
-//! [`MAX_FIELDS`] fields, and at most [`MAX_VALUES`] values in the file. An endless source
-//! (`/dev/zero`, `/dev/urandom`, a sparse file of zeros) is refused after one record's worth of
-//! bytes with a format error naming the file, instead of growing a buffer until the allocator
-//! aborts the host.
+//! [`MAX_FIELDS`] fields, and at most [`MAX_VALUES`] values in the file. An endless source (a
+//! sparse file of zeros; any reader, such as `/dev/zero`, given to [`CsvTable::from_reader`] —
+//! [`CsvTable::read`] opens regular files only) is refused after one record's worth of bytes
+//! with a format error naming the file, instead of growing a buffer until the allocator aborts
+//! the host.
 
+use super::ids::{from_text as id_from_text, refusal, ID_COLUMNS};
 use crate::error::{Error, Result};
 use csv_core::ReadRecordResult;
 use std::collections::HashMap;
@@ -42,18 +44,23 @@ pub struct CsvTable {
     /// Column name -> index, built once so that every lookup is O(1) and a header of a million
     /// columns is handled in linear time.
     index: HashMap<String, usize>,
+    /// The id columns present (`cluster`, `group`: [`ID_COLUMNS`]), each with its ids parsed
+    /// exactly from the text, or the message of its first value that is not an id (reported
+    /// when the ids are asked for, [`CsvTable::ids`]).
+    ids: Vec<(usize, std::result::Result<Vec<i64>, String>)>,
 }
 
 impl CsvTable {
-    /// Reads `path`. Every field must parse as a finite number; errors name the column and the
-    /// 1-based data row.
+    /// Reads `path` (opened by the inputs' rule: a regular file, never waited for). Every field
+    /// must parse as a finite number; errors name the column and the 1-based data row. The
+    /// fields of an id column (`cluster`, `group`) are also parsed exactly as 64-bit integers.
     ///
     /// Errors: [`Error::Io`] naming the file when it cannot be opened or read (or the values
     /// cannot be allocated); [`Error::Format`] naming it for anything that is not a table of
     /// numbers within the limits ([`MAX_RECORD_BYTES`], [`MAX_FIELDS`], [`MAX_VALUES`]).
     pub fn read(path: &Path) -> Result<Self> {
         let name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| Error::io(&name, &e))?;
+        let file = super::input_file::open(path)?;
         Self::from_reader(&name, file)
     }
 
@@ -86,6 +93,11 @@ impl CsvTable {
             return Err(Error::format(name, "empty header row"));
         }
         let index = column_index(name, &columns)?;
+        let mut ids: Vec<(usize, std::result::Result<Vec<i64>, String>)> = ID_COLUMNS
+            .iter()
+            .filter_map(|c| index.get(*c))
+            .map(|&c| (c, Ok(Vec::new())))
+            .collect();
         let width = columns.len();
         let mut values: Vec<f64> = Vec::new();
         let mut rows = 0;
@@ -121,6 +133,24 @@ impl CsvTable {
             for (c, column) in columns.iter().enumerate() {
                 values.push(number(name, column, row, records.field(c))?);
             }
+            for (c, parsed) in &mut ids {
+                if let Ok(kept) = parsed {
+                    // A number (checked above), hence UTF-8.
+                    let text = std::str::from_utf8(records.field(*c)).unwrap_or_default();
+                    match id_from_text(text) {
+                        Ok(id) => kept.push(id),
+                        Err(why) => {
+                            let column = &columns[*c];
+                            *parsed = Err(refusal(
+                                &format!("column `{column}`, data row {row}"),
+                                &format!("{column} id"),
+                                text.trim(),
+                                why,
+                            ));
+                        }
+                    }
+                }
+            }
             rows += 1;
         }
         Ok(CsvTable {
@@ -129,7 +159,27 @@ impl CsvTable {
             rows,
             values,
             index,
+            ids,
         })
+    }
+
+    /// The ids of the id column `name` (`cluster`, `group`), exact; `Ok(None)` when the table
+    /// has no such column.
+    ///
+    /// Errors: [`Error::Format`] naming the file, the column, the 1-based data row and the
+    /// value as written, for the first value that is not a 64-bit integer (`2.5`,
+    /// `9223372036854775808`).
+    pub(crate) fn ids(&self, name: &str) -> Result<Option<&[i64]>> {
+        let Some(c) = self.find(name) else {
+            return Ok(None);
+        };
+        match self.ids.iter().find(|(at, _)| *at == c) {
+            Some((_, Ok(ids))) => Ok(Some(ids)),
+            Some((_, Err(message))) => Err(Error::format(&self.path, message.clone())),
+            None => Err(Error::Internal {
+                detail: format!("column `{name}` is not an id column"),
+            }),
+        }
     }
 
     /// Index of the column called `name`, if present (O(1)).

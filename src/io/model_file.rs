@@ -366,7 +366,7 @@ pub fn save(model: &RewardModel, path: &Path) -> Result<()> {
 pub fn load(path: &Path) -> Result<RewardModel> {
     let name = path.display().to_string();
     let io = |e: std::io::Error| Error::io(&name, &e);
-    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut file = super::input_file::open(path)?;
     let size = file.metadata().map_err(io)?.len();
     let mut header = [0u8; HEADER_LEN];
     let got = read_up_to(&mut file, &mut header).map_err(io)?;

@@ -10,10 +10,11 @@
 //! in fixed-size blocks straight into the output, so reading costs the output's memory plus
 //! one block.
 
+use super::ids;
 use crate::error::{Error, Result};
 use safetensors::tensor::TensorInfo;
 use safetensors::Dtype;
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -50,7 +51,7 @@ impl SafetensorsFile {
         let io = |e: std::io::Error| Error::io(&name, &e);
         let bad =
             |detail: String| Error::format(&name, format!("not a safetensors file: {detail}"));
-        let mut file = File::open(path).map_err(io)?;
+        let mut file = super::input_file::open(path)?;
         let size = file.metadata().map_err(io)?.len();
         let mut len_bytes = [0u8; 8];
         if size < 8 {
@@ -204,36 +205,111 @@ impl SafetensorsFile {
         Ok(self.shape(name, integer_ok)?.iter().product())
     }
 
+    /// The ids held by tensor `name` (`cluster`, `group`; check its shape first), exact: every
+    /// value of an integer dtype that fits 64 signed bits, and the integers a float tensor tells
+    /// apart from their neighbours (below 2^53 in F64, 2^24 in F32).
+    ///
+    /// Errors: those of [`SafetensorsFile::shape`]; [`Error::Format`] naming the file, the
+    /// tensor, the row and the value as stored, for the first value that is not such an id;
+    /// [`Error::Io`] as [`SafetensorsFile::read`].
+    pub(crate) fn read_ids(&self, name: &str) -> Result<Vec<i64>> {
+        let count = self.element_count(name, true)?;
+        let info = self.info(name)?;
+        let mut out = crate::error::try_with_capacity::<i64>(name, count)?;
+        let what = format!("{name} id");
+        let mut push = |index: usize, id: std::result::Result<i64, (String, ids::Why)>| match id {
+            Ok(id) => {
+                out.push(id);
+                Ok(())
+            }
+            Err((stored, why)) => Err(Error::format(
+                &self.path,
+                ids::refusal(
+                    &format!("tensor `{name}`, {}", position(&info.shape, index)),
+                    &what,
+                    &stored,
+                    why,
+                ),
+            )),
+        };
+        let visit = &mut push;
+        match info.dtype {
+            Dtype::I64 => self.stream(info, visit, |b| Ok(i64::from_le_bytes(b))),
+            Dtype::I32 => self.stream(info, visit, |b| Ok(i32::from_le_bytes(b).into())),
+            Dtype::I16 => self.stream(info, visit, |b| Ok(i16::from_le_bytes(b).into())),
+            Dtype::I8 => self.stream(info, visit, |b| Ok(i8::from_le_bytes(b).into())),
+            Dtype::U64 => self.stream(info, visit, |b| {
+                let v = u64::from_le_bytes(b);
+                ids::from_unsigned(v).map_err(|why| (v.to_string(), why))
+            }),
+            Dtype::U32 => self.stream(info, visit, |b| Ok(u32::from_le_bytes(b).into())),
+            Dtype::U16 => self.stream(info, visit, |b| Ok(u16::from_le_bytes(b).into())),
+            Dtype::U8 | Dtype::BOOL => self.stream(info, visit, |b: [u8; 1]| Ok(b[0].into())),
+            Dtype::F64 => self.stream(info, visit, |b| {
+                let v = f64::from_le_bytes(b);
+                ids::from_float(v, 53).map_err(|why| (format!("{v:?}"), why))
+            }),
+            Dtype::F32 => self.stream(info, visit, |b| {
+                let v = f32::from_le_bytes(b);
+                ids::from_float(v.into(), 24).map_err(|why| (format!("{v:?}"), why))
+            }),
+            other => Err(Error::Internal {
+                detail: format!("tensor `{name}`: dtype {other:?} read unchecked"),
+            }),
+        }?;
+        Ok(out)
+    }
+
     /// Streams the decoded values of `name` with their flat index, block by block; stops at
     /// the first non-finite value with a format error naming its position.
-    fn for_each(&self, name: &str, integer_ok: bool, visit: impl FnMut(usize, f64)) -> Result<()> {
+    fn for_each(
+        &self,
+        name: &str,
+        integer_ok: bool,
+        mut visit: impl FnMut(usize, f64),
+    ) -> Result<()> {
         let info = self.info(name)?;
         if !accepted(info.dtype, integer_ok) {
             return Err(Error::Internal {
                 detail: format!("tensor `{name}`: dtype {:?} read unchecked", info.dtype),
             });
         }
+        let mut finite = |index: usize, v: f64| {
+            if !v.is_finite() {
+                return Err(Error::format(
+                    &self.path,
+                    format!(
+                        "tensor `{name}`: non-finite value at {}",
+                        position(&info.shape, index)
+                    ),
+                ));
+            }
+            visit(index, v);
+            Ok(())
+        };
+        let visit = &mut finite;
         // One monomorphised loop per dtype, so the decoder is inlined into it.
         match info.dtype {
-            Dtype::F64 => self.stream(name, info, visit, f64::from_le_bytes),
-            Dtype::F32 => self.stream(name, info, visit, |b| f32::from_le_bytes(b) as f64),
-            Dtype::I64 => self.stream(name, info, visit, |b| i64::from_le_bytes(b) as f64),
-            Dtype::I32 => self.stream(name, info, visit, |b| i32::from_le_bytes(b) as f64),
-            Dtype::I16 => self.stream(name, info, visit, |b| i16::from_le_bytes(b) as f64),
-            Dtype::I8 => self.stream(name, info, visit, |b| i8::from_le_bytes(b) as f64),
-            Dtype::U64 => self.stream(name, info, visit, |b| u64::from_le_bytes(b) as f64),
-            Dtype::U32 => self.stream(name, info, visit, |b| u32::from_le_bytes(b) as f64),
-            Dtype::U16 => self.stream(name, info, visit, |b| u16::from_le_bytes(b) as f64),
-            _ => self.stream(name, info, visit, |b: [u8; 1]| b[0] as f64),
+            Dtype::F64 => self.stream(info, visit, f64::from_le_bytes),
+            Dtype::F32 => self.stream(info, visit, |b| f32::from_le_bytes(b) as f64),
+            Dtype::I64 => self.stream(info, visit, |b| i64::from_le_bytes(b) as f64),
+            Dtype::I32 => self.stream(info, visit, |b| i32::from_le_bytes(b) as f64),
+            Dtype::I16 => self.stream(info, visit, |b| i16::from_le_bytes(b) as f64),
+            Dtype::I8 => self.stream(info, visit, |b| i8::from_le_bytes(b) as f64),
+            Dtype::U64 => self.stream(info, visit, |b| u64::from_le_bytes(b) as f64),
+            Dtype::U32 => self.stream(info, visit, |b| u32::from_le_bytes(b) as f64),
+            Dtype::U16 => self.stream(info, visit, |b| u16::from_le_bytes(b) as f64),
+            _ => self.stream(info, visit, |b: [u8; 1]| b[0] as f64),
         }
     }
 
-    fn stream<const W: usize>(
+    /// Reads the tensor of `info` block by block and hands each decoded element to `visit`
+    /// with its flat index, stopping at the first error `visit` returns.
+    fn stream<const W: usize, T>(
         &self,
-        name: &str,
         info: &TensorInfo,
-        mut visit: impl FnMut(usize, f64),
-        decode: impl Fn([u8; W]) -> f64,
+        visit: &mut impl FnMut(usize, T) -> Result<()>,
+        decode: impl Fn([u8; W]) -> T,
     ) -> Result<()> {
         let (begin, end) = info.data_offsets;
         let mut reader = &self.file;
@@ -247,17 +323,7 @@ impl SafetensorsFile {
             let block = &mut buf[..BLOCK_BYTES.min(left)];
             read_exact(&mut reader, block, &self.path)?;
             for bytes in block.chunks_exact(W) {
-                let v = decode(bytes.try_into().expect("W bytes"));
-                if !v.is_finite() {
-                    return Err(Error::format(
-                        &self.path,
-                        format!(
-                            "tensor `{name}`: non-finite value at {}",
-                            position(&info.shape, index)
-                        ),
-                    ));
-                }
-                visit(index, v);
+                visit(index, decode(bytes.try_into().expect("W bytes")))?;
                 index += 1;
             }
             left -= block.len();
@@ -285,8 +351,9 @@ fn read_exact(reader: &mut impl Read, buf: &mut [u8], path: &str) -> Result<()> 
 
 /// The header's tensors in file order, duplicates kept (serde's maps would silently keep the
 /// last one), decoded straight into [`TensorInfo`] (a JSON value tree per entry took ~20 times
-/// the header's size: 1.8 GB for an 83 MB header) and at most [`MAX_TENSORS`] of them;
-/// `__metadata__` is skipped unread.
+/// the header's size: 1.8 GB for an 83 MB header) and at most [`MAX_TENSORS`] of them.
+/// `__metadata__` is checked as the format's reference implementation checks it (null or an
+/// object of strings: [`MetadataStrings`]) and not kept.
 struct HeaderEntries(Vec<(String, TensorInfo)>);
 
 impl<'de> Deserialize<'de> for HeaderEntries {
@@ -303,9 +370,15 @@ impl<'de> Deserialize<'de> for HeaderEntries {
             ) -> std::result::Result<HeaderEntries, A::Error> {
                 use serde::de::Error as _;
                 let mut entries = Vec::new();
+                let mut metadata = false;
                 while let Some(key) = map.next_key::<String>()? {
                     if key == "__metadata__" {
-                        map.next_value::<serde::de::IgnoredAny>()?;
+                        if std::mem::replace(&mut metadata, true) {
+                            return Err(A::Error::custom(
+                                "`__metadata__` appears twice: which one is meant is ambiguous",
+                            ));
+                        }
+                        map.next_value::<MetadataStrings>()?;
                         continue;
                     }
                     if entries.len() == MAX_TENSORS {
@@ -320,6 +393,65 @@ impl<'de> Deserialize<'de> for HeaderEntries {
             }
         }
         deserializer.deserialize_map(Entries)
+    }
+}
+
+/// The header's `__metadata__`, read as the format's reference implementation (the
+/// `safetensors` crate, whose type for it is `Option<HashMap<String, String>>`) reads it: `null`
+/// or an object whose every value is a string. Anything else — a nested object, a number, a
+/// list — is refused naming the entry's key; nothing is kept.
+struct MetadataStrings;
+
+impl<'de> Deserialize<'de> for MetadataStrings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct Strings;
+        impl<'de> Visitor<'de> for Strings {
+            type Value = MetadataStrings;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("`__metadata__` as null or an object of strings")
+            }
+            fn visit_unit<E>(self) -> std::result::Result<MetadataStrings, E> {
+                Ok(MetadataStrings)
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<MetadataStrings, A::Error> {
+                while let Some(key) = map.next_key::<String>()? {
+                    map.next_value_seed(EntryString(&key))?;
+                }
+                Ok(MetadataStrings)
+            }
+        }
+        deserializer.deserialize_any(Strings)
+    }
+}
+
+/// The value of `__metadata__` entry `.0`, which must be a string; the error of any other value
+/// ("invalid type: map, expected a string as `__metadata__` entry `k` ...") names the key.
+struct EntryString<'k>(&'k str);
+
+impl<'de> DeserializeSeed<'de> for EntryString<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> std::result::Result<(), D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for EntryString<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(
+            f,
+            "a string as `__metadata__` entry `{}` (the format allows only strings there)",
+            self.0
+        )
+    }
+    fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+        Ok(())
     }
 }
 
@@ -391,12 +523,134 @@ mod tests {
     use super::*;
 
     fn file_with_header(dir: &Path, json: &str, data: usize) -> std::path::PathBuf {
+        file_with_data(dir, json, &vec![0u8; data])
+    }
+
+    fn file_with_data(dir: &Path, json: &str, data: &[u8]) -> std::path::PathBuf {
         let path = dir.join("t.safetensors");
         let mut bytes = (json.len() as u64).to_le_bytes().to_vec();
         bytes.extend(json.as_bytes());
-        bytes.extend(vec![0u8; data]);
+        bytes.extend(data);
         std::fs::write(&path, bytes).unwrap();
         path
+    }
+
+    #[test]
+    fn metadata_is_null_or_an_object_of_strings() {
+        let dir = tempfile::tempdir().unwrap();
+        let y = r#""y":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}"#;
+        let with = |metadata: &str| {
+            file_with_header(
+                dir.path(),
+                &format!("{{\"__metadata__\":{metadata},{y}}}"),
+                8,
+            )
+        };
+        for ok in [
+            r#"{"format":"pt","n":"1"}"#,
+            "{}",
+            "null",
+            r#"{"k":"a \"quoted\" \u00e9"}"#,
+        ] {
+            assert!(SafetensorsFile::open(&with(ok)).unwrap().has("y"), "{ok}");
+        }
+        // As the reference implementation: a value that is not a string is refused, by key.
+        for (metadata, needle) in [
+            (
+                r#"{"format":"pt","config":{"nested":"x"}}"#,
+                "invalid type: map, expected a string as `__metadata__` entry `config`",
+            ),
+            (
+                r#"{"n":1}"#,
+                "integer `1`, expected a string as `__metadata__` entry `n`",
+            ),
+            (r#"{"l":["a"]}"#, "entry `l`"),
+            (r#"{"b":null}"#, "entry `b`"),
+            (
+                r#""text""#,
+                "expected `__metadata__` as null or an object of strings",
+            ),
+            (
+                "[]",
+                "expected `__metadata__` as null or an object of strings",
+            ),
+        ] {
+            let e = error(&with(metadata));
+            assert!(e.contains(needle), "{metadata}: {e}");
+        }
+        let twice = file_with_header(
+            dir.path(),
+            &format!(r#"{{"__metadata__":{{}},{y},"__metadata__":{{}}}}"#),
+            8,
+        );
+        assert!(error(&twice).contains("`__metadata__` appears twice"));
+    }
+
+    #[test]
+    fn ids_are_read_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = |dtype: &str, data: &[u8]| {
+            let path = file_with_data(
+                dir.path(),
+                &format!(
+                    r#"{{"cluster":{{"dtype":"{dtype}","shape":[{}],"data_offsets":[0,{}]}}}}"#,
+                    data.len()
+                        / serde_json::from_str::<Dtype>(&format!("\"{dtype}\""))
+                            .unwrap()
+                            .size(),
+                    data.len()
+                ),
+                data,
+            );
+            SafetensorsFile::open(&path).unwrap().read_ids("cluster")
+        };
+        let big = [1i64 << 53, (1 << 53) + 1, i64::MAX, i64::MIN, -1];
+        let bytes: Vec<u8> = big.iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(one("I64", &bytes).unwrap(), big);
+        let bytes: Vec<u8> = [7u64, i64::MAX as u64]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(one("U64", &bytes).unwrap(), [7, i64::MAX]);
+        assert_eq!(one("I8", &[0xFF, 3]).unwrap(), [-1, 3]);
+        assert_eq!(one("U8", &[0xFF]).unwrap(), [255]);
+        let bytes: Vec<u8> = [1.0f64, -9007199254740991.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(one("F64", &bytes).unwrap(), [1, -9007199254740991]);
+        // Refused values are quoted as stored, with their row.
+        let bytes: Vec<u8> = [0u64, u64::MAX]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let e = one("U64", &bytes).unwrap_err().to_string();
+        assert!(
+            e.contains("tensor `cluster`, row 1: cluster id `18446744073709551615` is outside"),
+            "{e}"
+        );
+        let bytes: Vec<u8> = [1.0f64, 9007199254740993.0, 2.5]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let e = one("F64", &bytes).unwrap_err().to_string();
+        assert!(
+            e.contains("row 1: cluster id `9007199254740992.0` is at or beyond 2^53"),
+            "{e}"
+        );
+        let bytes: Vec<u8> = [2.5f64].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let e = one("F64", &bytes).unwrap_err().to_string();
+        assert!(
+            e.contains("row 0: cluster id `2.5` is not an integer"),
+            "{e}"
+        );
+        let e = one("F32", &16777217.0f32.to_le_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cluster id `16777216.0` is at or beyond 2^24"),
+            "{e}"
+        );
     }
 
     fn error(path: &Path) -> String {

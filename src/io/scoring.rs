@@ -15,7 +15,6 @@
 
 use super::csv_table::{non_canonical_numbered, numbered, CsvTable};
 use super::file_kind::FileKind;
-use super::ids::integer_ids;
 use super::safetensors_table::SafetensorsFile;
 use crate::error::{Error, Result};
 use crate::fitted::RewardModel;
@@ -140,10 +139,10 @@ pub fn pairs_from_csv(t: &CsvTable, d1: usize) -> Result<PairsInput> {
 pub fn candidates_from_csv(t: &CsvTable, d1: usize) -> Result<CandidatesInput> {
     check_columns(t, &["group", "penalty"], &[("phi", d1)])?;
     let phi = csv_block(t, "phi", d1)?;
-    let group = integer_ids(&t.column("group")?, "group id", |r| {
-        format!("column `group`, data row {}", r + 1)
-    })
-    .map_err(|d| Error::format(&t.path, d))?;
+    let group = t
+        .ids("group")?
+        .ok_or_else(|| Error::format(&t.path, "missing column `group`"))?
+        .to_vec();
     let penalty = match t.find("penalty") {
         Some(_) => Some(t.column("penalty")?),
         None => None,
@@ -198,10 +197,7 @@ pub fn candidates_from_safetensors(f: &SafetensorsFile, d1: usize) -> Result<Can
         f.expect_shape("penalty", false, &[Some(rows)])?;
     }
     let phi = f.read("phi", false)?;
-    let group = integer_ids(&f.read("group", true)?, "group id", |r| {
-        format!("tensor `group`, row {r}")
-    })
-    .map_err(|d| Error::format(path, d))?;
+    let group = f.read_ids("group")?;
     let penalty = if has_penalty {
         Some(f.read("penalty", false)?)
     } else {

@@ -2,12 +2,11 @@
 //!
 //! * `.safetensors`: `z [n, d1]` (or `phi0`, `phi1 [n, d1]`, then `z = phi1 - phi0`), `psi0 [n]`,
 //!   `psi [n, d2]` (absent when d2 = 0), `y [n]`, optional `cluster [n]`; F32 or F64, and `y`,
-//!   `cluster` may also be integer dtypes.
+//!   `cluster` may also be integer dtypes (cluster ids are read exactly: any 64-bit integer).
 //! * `.csv` with a header: optional `cluster`, then `y`, `psi0`, `z1..z{d1}`, `psi1..psi{d2}`.
 
 use super::csv_table::{non_canonical_numbered, numbered, CsvTable};
 use super::file_kind::FileKind;
-use super::ids::integer_ids;
 use super::safetensors_table::SafetensorsFile;
 use crate::data::{Dataset, Rows};
 use crate::error::{Error, Result};
@@ -63,15 +62,7 @@ pub fn from_csv(t: &CsvTable, rows: Rows) -> Result<Dataset> {
     }
     let y = t.column("y")?;
     let psi0 = t.column("psi0")?;
-    let cluster = match t.find("cluster") {
-        Some(_) => Some(
-            integer_ids(&t.column("cluster")?, "cluster id", |r| {
-                format!("column `cluster`, data row {}", r + 1)
-            })
-            .map_err(|d| Error::format(&t.path, d))?,
-        ),
-        None => None,
-    };
+    let cluster = t.ids("cluster")?.map(<[i64]>::to_vec);
     Dataset::with_rows(rows, d1, d2, z, psi0, psi, y, cluster).map_err(|e| invalid_data(&t.path, e))
 }
 
@@ -117,12 +108,7 @@ pub fn from_safetensors(f: &SafetensorsFile, rows: Rows) -> Result<Dataset> {
         Vec::new()
     };
     let cluster = if f.has("cluster") {
-        Some(
-            integer_ids(&f.read("cluster", true)?, "cluster id", |r| {
-                format!("tensor `cluster`, row {r}")
-            })
-            .map_err(|d| Error::format(path, d))?,
-        )
+        Some(f.read_ids("cluster")?)
     } else {
         None
     };
@@ -132,4 +118,46 @@ pub fn from_safetensors(f: &SafetensorsFile, rows: Rows) -> Result<Dataset> {
 /// A validation failure of file content, reported as a format error naming the file.
 fn invalid_data(path: &str, e: Error) -> Error {
     Error::format(path, format!("{e} (indices count data rows from 0)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn csv(cluster: impl Fn(usize) -> String) -> Result<Dataset> {
+        let mut text = String::from("cluster,y,psi0,z1\n");
+        for i in 0..12 {
+            text += &format!("{},{},1,{}\n", cluster(i), i % 2, i as f64 * 0.25 - 1.0);
+        }
+        from_csv(
+            &CsvTable::from_reader("t.csv", text.as_bytes())?,
+            Rows::Whole,
+        )
+    }
+
+    #[test]
+    fn csv_cluster_ids_are_exact_and_refused_as_written() {
+        let base: i64 = 1 << 53;
+        let d = csv(|i| (base + (i % 4) as i64).to_string()).unwrap();
+        assert_eq!(
+            d.cluster().unwrap()[..4],
+            [base, base + 1, base + 2, base + 3]
+        );
+        let d = csv(|i| format!("{}.0", i64::MAX - (i % 3) as i64)).unwrap();
+        assert_eq!(
+            d.cluster().unwrap()[..3],
+            [i64::MAX, i64::MAX - 1, i64::MAX - 2]
+        );
+        for (written, why) in [
+            ("9223372036854775808", "is outside the range of 64-bit ids"),
+            ("2.50", "is not an integer"),
+            ("9007199254740993.5", "is not an integer"),
+        ] {
+            let e = csv(|i| if i == 2 { written.into() } else { "1".into() })
+                .unwrap_err()
+                .to_string();
+            let want = format!("column `cluster`, data row 3: cluster id `{written}` {why}");
+            assert!(e.contains("t.csv") && e.contains(&want), "{e}");
+        }
+    }
 }
