@@ -123,7 +123,7 @@ typedef uint32_t hetreward_status;
 #endif // __cplusplus
 
 /**
- * A validated training set (SPEC §1): n pairwise comparisons with features z (n x d1),
+ * A validated training set (docs/contract.md §1): n pairwise comparisons with features z (n x d1),
  * psi0 (n), covariates psi (n x d2), labels y (n) and optional cluster ids (n).
  *
  * Opaque. Created by hetreward_dataset_new(), hetreward_dataset_new_f32(),
@@ -1076,7 +1076,7 @@ hetreward_status hetreward_dataset_from_pairs_f32(size_t n,
                                                   struct hetreward_dataset **out_dataset);
 
 /**
- * Reads a training set from a file, by extension (SPEC §6): `.csv` with a header (optional
+ * Reads a training set from a file, by extension (docs/contract.md §6): `.csv` with a header (optional
  * `cluster`, then `y`, `psi0`, `z1..z{d1}`, `psi1..psi{d2}`) or `.safetensors` (tensors `z`
  * of shape (n, d1) or `phi0` and `phi1`, `psi0` (n), `psi` (n, d2), `y` (n), optional
  * `cluster` (n)).

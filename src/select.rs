@@ -1,5 +1,5 @@
-//! Decisions from a fitted model: reward differences with verdicts (SPEC §3), win rates, and
-//! Best-of-N / pessimistic Best-of-N selection (SPEC §4).
+//! Decisions from a fitted model: reward differences with verdicts (docs/contract.md §3), win rates, and
+//! Best-of-N / pessimistic Best-of-N selection (docs/contract.md §4).
 
 #[cfg(test)]
 use crate::calibrate::IntervalMethod;

@@ -5,7 +5,7 @@
 //! `phi(s,a) = (s^2 a, a^2 s, a s)`, `psi0(x) = x`, `psi(x) = (x^3, x^2)`,
 //! `theta* = (1/4, 1/2, 1/3)`, `gamma* = (1/2, 1/3)`. The paper's text draws the answers as
 //! `a0 ~ N(0,1)`, `a1 ~ N(0,2)`; its Table 2 interval lengths are reproduced by
-//! `a0 ~ U(0,1)`, `a1 ~ U(0,2)` instead (SPEC §7.3). Both readings are available as
+//! `a0 ~ U(0,1)`, `a1 ~ U(0,2)` instead (docs/contract.md §7.3). Both readings are available as
 //! [`ActionDesign`].
 
 use crate::data::Dataset;

@@ -59,7 +59,7 @@ coded_enum! {
         /// Picked at fit time by `auto_pick_for`: a cluster method when the data have
         /// cluster ids, else one of the three above by `auto_pick`.
         Auto = 3 => "auto",
-        /// Cluster jackknife (CV3, issue 20): the estimates without each cluster (annotator),
+        /// Cluster jackknife (CV3): the estimates without each cluster (annotator),
         /// refitted warm from the estimate ([`crate::cluster::jackknife`]); any functional's
         /// variance is `(G-1)/G sum_g (v_g - v_bar)^2`, quantiles t(G-1). Needs cluster ids.
         ClusterJackknife = 4 => "cluster-jackknife",
@@ -103,7 +103,7 @@ pub(crate) const SMALL_SAMPLE_PER_PARAMETER: f64 = 1000.0;
 /// The diagnostics warn when more than this share of the bootstrap refits diverged (converged
 /// from neither the warm start nor the estimator's own starts): such fits sit near the
 /// `|gamma| -> infinity` valley, where the percentile bootstrap can under-cover. In the paper's
-/// design (1,000 datasets per n, `tests/calibrated_coverage.rs` seeds, README) rewards cover
+/// design (1,000 datasets per n, `tests/calibrated_coverage.rs` seeds, docs/intervals.md) rewards cover
 /// 0.664 on the 6% of n = 600 datasets above this share (0.954 on the others); at n = 200 the
 /// 31% above it cover 0.950 (0.970 on the others).
 pub(crate) const DIVERGED_SHARE_WARNING: f64 = 0.05;
@@ -151,10 +151,10 @@ pub(crate) fn auto_pick(n: usize, d1: usize, d2: usize) -> IntervalMethod {
 
 /// What `auto` picks for `data`: with cluster (annotator) ids
 /// [`IntervalMethod::ClusterOneStep`] whatever the shape — comparisons by one annotator are
-/// dependent, every other method assumes they are not (issue 20's study: Wald and the
+/// dependent, every other method assumes they are not (docs/intervals.md: Wald and the
 /// parametric bootstrap cover gamma 0.61-0.73 at 40 annotators with a rationality SD of 0.6
 /// beyond the covariates; the one-step jackknife covers like the exact one at no refit
-/// cost, README) — else [`auto_pick`] on its shape.
+/// cost, docs/intervals.md) — else [`auto_pick`] on its shape.
 pub(crate) fn auto_pick_for(data: &Dataset) -> IntervalMethod {
     if data.cluster().is_some() {
         IntervalMethod::ClusterOneStep
@@ -776,7 +776,7 @@ pub(crate) fn diagnostics(
 
 /// [`diagnostics`] of a fit whose data have cluster ids (`clustered`): the small-sample hint
 /// then recommends the cluster-aware method, since the bootstrap redraws comparisons
-/// independently and inherits the independence the ids deny (issue 20).
+/// independently and inherits the independence the ids deny (docs/intervals.md, "Annotators").
 pub(crate) fn diagnostics_clustered(
     n: usize,
     params: &Params,
@@ -823,7 +823,7 @@ pub(crate) fn diagnostics_clustered(
     } else {
         0.0
     };
-    // Measured on the paper's design (README): see DIVERGED_SHARE_WARNING.
+    // Measured on the paper's design (docs/intervals.md): see DIVERGED_SHARE_WARNING.
     if diverged_share > DIVERGED_SHARE_WARNING {
         warnings.push(format!(
             "{:.0}% of the bootstrap refits did not converge (kept at their last iterate): the \

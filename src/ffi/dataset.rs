@@ -6,7 +6,7 @@ use crate::data::{Dataset, Rows};
 use crate::error::Result;
 use std::ffi::c_char;
 
-/// A validated training set (SPEC §1): n pairwise comparisons with features z (n x d1),
+/// A validated training set (docs/contract.md §1): n pairwise comparisons with features z (n x d1),
 /// psi0 (n), covariates psi (n x d2), labels y (n) and optional cluster ids (n).
 ///
 /// Opaque. Created by hetreward_dataset_new(), hetreward_dataset_new_f32(),
@@ -218,7 +218,7 @@ pub extern "C" fn hetreward_dataset_from_pairs_f32(
     })
 }
 
-/// Reads a training set from a file, by extension (SPEC §6): `.csv` with a header (optional
+/// Reads a training set from a file, by extension (docs/contract.md §6): `.csv` with a header (optional
 /// `cluster`, then `y`, `psi0`, `z1..z{d1}`, `psi1..psi{d2}`) or `.safetensors` (tensors `z`
 /// of shape (n, d1) or `phi0` and `phi1`, `psi0` (n), `psi` (n, d2), `y` (n), optional
 /// `cluster` (n)).

@@ -5,7 +5,7 @@
 //! gamma_t = gamma_{t-1} - eta2 * grad_gamma L_n(theta_t,     gamma_{t-1})
 //! ```
 //!
-//! with the model's `sigma = psi0 + gamma . psi` in the gradients (SPEC §7.1: the paper's
+//! with the model's `sigma = psi0 + gamma . psi` in the gradients (docs/contract.md §7.1: the paper's
 //! algorithm box writes `gamma . psi`). Two passes over the data per iteration, the minimum
 //! (the gamma step needs `theta_t . z_i`, the next theta step the new residuals): the first
 //! computes `t_i = theta_t . z_i` and the gamma gradient at `(theta_t, gamma_{t-1})` (dot

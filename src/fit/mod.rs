@@ -1,4 +1,4 @@
-//! Maximum-likelihood estimation of `(theta, gamma)` (SPEC §2).
+//! Maximum-likelihood estimation of `(theta, gamma)` (docs/contract.md §2).
 //!
 //! Two solvers sit behind one small `Solver` trait and one driver loop (`run_solver`) that
 //! owns termination: tolerance, iteration cap, divergence, cancellation and progress reporting.
@@ -286,7 +286,7 @@ impl FitOptions {
     }
 }
 
-/// How the fit went (SPEC §2: every fit reports these).
+/// How the fit went (docs/contract.md §2: every fit reports these).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitReport {
     /// Solver used.

@@ -11,7 +11,7 @@
 //! and [`super::run_solver`] is the only outer loop.
 //!
 //! An objective over a subset of the samples, or with integer sample weights (the cluster
-//! jackknife and bootstrap refits of issue 20), is an `InMemory` over the dataset of those
+//! jackknife and bootstrap refits), is an `InMemory` over the dataset of those
 //! rows, a row repeated once per unit of weight (the test fixture `testing::select_rows`
 //! builds one; a test shows every row twice gives the same estimate), warm-started by
 //! `super::refit`: nothing in the solvers changes.

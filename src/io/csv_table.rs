@@ -2,7 +2,7 @@
 //!
 //! Records are split by `csv_core` (RFC 4180: quoted fields, `\r\n` or `\n`, blank lines
 //! skipped) into buffers this module owns and grows, so everything a file can make the reader
-//! hold is bounded by a documented limit (issue 22; docs/errors.md): a record — the header or a
+//! hold is bounded by a documented limit (docs/errors.md): a record — the header or a
 //! data row, with any blank lines before it — of at most [`MAX_RECORD_BYTES`] bytes and
 //! [`MAX_FIELDS`] fields, and at most [`MAX_VALUES`] values in the file. An endless source (a
 //! sparse file of zeros; any reader, such as `/dev/zero`, given to [`CsvTable::from_reader`] —

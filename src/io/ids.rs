@@ -7,7 +7,7 @@
 //! integers a float tensor tells apart from their neighbours (|v| < 2^53 in F64, 2^24 in F32).
 //! A refused value is quoted as it was written (CSV) or stored (safetensors), with its place.
 
-/// The columns (CSV) and tensors (safetensors) of SPEC §6 that hold integer ids: their CSV text
+/// The columns (CSV) and tensors (safetensors) of docs/contract.md §6 that hold integer ids: their CSV text
 /// is kept so that ids are parsed exactly.
 pub(crate) const ID_COLUMNS: [&str; 2] = ["cluster", "group"];
 

@@ -1,4 +1,4 @@
-//! Files (SPEC §6): tables of named numeric columns from CSV or safetensors, the training-data
+//! Files (docs/contract.md §6): tables of named numeric columns from CSV or safetensors, the training-data
 //! reader built on them, and the versioned model file.
 //!
 //! Every input is opened by one rule (`input_file`: regular files only, never waiting) and every

@@ -1,5 +1,5 @@
 //! The model file: a versioned, checksummed binary holding everything scoring and inspection
-//! need (SPEC §6). Layout (all integers and floats little-endian):
+//! need (docs/contract.md §6). Layout (all integers and floats little-endian):
 //!
 //! ```text
 //! offset  size  field
@@ -15,7 +15,7 @@
 //!          theta f64[d1] | gamma f64[d2] |
 //!          L, the lower Cholesky factor of Cov(theta_hat), row-major lower triangle f64[d1(d1+1)/2] |
 //!          Cov(gamma_hat) f64[d2*d2] row-major |
-//!          -- version 2 onwards: the interval method (issue 11) --
+//!          -- version 2 onwards: the interval method --
 //!          requested u8 | method u8 (0 wald, 1 bootstrap, 2 resized, 3 auto,
 //!          4 cluster-jackknife, 5 cluster-onestep) |
 //!          reps B u64 | seed u64 | diverged u64 | shrink f64 | alpha_hat f64 | c_hat f64 |

@@ -1,4 +1,4 @@
-//! Scoring inputs from files (SPEC §6): PHI (answers to score), PAIRS (answers to compare) and
+//! Scoring inputs from files (docs/contract.md §6): PHI (answers to score), PAIRS (answers to compare) and
 //! CANDIDATES (answers to choose among, grouped by prompt).
 //!
 //! | input | `.safetensors` tensors | `.csv` columns (with a header) |

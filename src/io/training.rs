@@ -1,4 +1,4 @@
-//! Training data from files (SPEC §6).
+//! Training data from files (docs/contract.md §6).
 //!
 //! * `.safetensors`: `z [n, d1]` (or `phi0`, `phi1 [n, d1]`, then `z = phi1 - phi0`), `psi0 [n]`,
 //!   `psi [n, d2]` (absent when d2 = 0), `y [n]`, optional `cluster [n]`; F32 or F64, and `y`,
