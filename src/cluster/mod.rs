@@ -36,6 +36,7 @@
 mod clusters;
 pub(crate) mod draws;
 mod heterogeneity;
+pub mod leverage;
 pub(crate) mod identified;
 
 pub use clusters::{Clusters, MAX_CLUSTERS, MIN_CLUSTERS};
