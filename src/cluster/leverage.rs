@@ -35,6 +35,7 @@
 //! the sandwich draws) measures the realised spread of the scores.
 
 use super::clusters::Clusters;
+use super::heterogeneity::coefficient_name;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::likelihood::expected_information;
@@ -120,9 +121,7 @@ pub fn leverage(data: &Dataset, params: &Params) -> Result<Leverage> {
             expected_information(&sub, params) * sub.n() as f64
         })
         .collect();
-    let total = blocks
-        .iter()
-        .fold(DMatrix::zeros(p, p), |acc, b| acc + b);
+    let total = blocks.iter().fold(DMatrix::zeros(p, p), |acc, b| acc + b);
     let inv = spd_inverse(&total, "the expected information")?;
     let per_cluster: Vec<(f64, Vec<f64>)> = blocks
         .par_iter()
@@ -184,32 +183,36 @@ fn warning(lev: &Leverage, d1: usize) -> Option<String> {
     let parts: Vec<String> = flagged
         .iter()
         .map(|&j| {
-            let name = if j < d1 {
-                format!("theta_{j}")
-            } else {
-                format!("gamma_{}", j - d1)
-            };
             let g = lev.top[j];
             format!(
-                "{name} (effective number {:.1}; annotator {} carries {:.0}% of its information)",
+                "{} (effective number {:.1}; annotator {} carries {:.0}% of its information)",
+                coefficient_name(d1, j),
                 lev.effective[j],
                 lev.ids[g],
                 100.0 * lev.partial_of(g, j)
             )
         })
         .collect();
+    let carried = flagged
+        .iter()
+        .any(|&j| lev.partial_of(lev.top[j], j) > PARTIAL_LEVERAGE_WARNING);
     Some(format!(
-        "few annotators identify {} of {} annotators: {}; a cluster-robust interval for such a \
-         coefficient rests on those annotators (its variance is estimated from about as many \
-         clusters as its effective number, and leaving its top annotator out may leave it \
-         unidentified): read it as rough, and add annotators who vary in its covariate",
+        "{} on few of the {} annotators: {}; a cluster-robust interval for such a coefficient \
+         is estimated from about as many annotators as its effective number{}: read it as \
+         rough, and add annotators who vary in its covariate",
         if flagged.len() == 1 {
-            "a coefficient".to_string()
+            "a coefficient rests".to_string()
         } else {
-            format!("{} coefficients", flagged.len())
+            format!("{} coefficients rest", flagged.len())
         },
         lev.clusters(),
-        parts.join("; ")
+        parts.join("; "),
+        if carried {
+            ", and one that an annotator carries over half of may not be identified without \
+             that annotator"
+        } else {
+            ""
+        }
     ))
 }
 
@@ -309,7 +312,11 @@ mod tests {
         for c in 0..g {
             z.extend_from_slice(base.z());
             // The labels differ by annotator (they do not enter the information).
-            y.extend(base.y().iter().map(|&v| if c % 2 == 0 { v } else { 1.0 - v }));
+            y.extend(
+                base.y()
+                    .iter()
+                    .map(|&v| if c % 2 == 0 { v } else { 1.0 - v }),
+            );
             cluster.extend(std::iter::repeat_n(c as i64, 40));
         }
         let data = Dataset::new(3, 0, z, vec![1.0; 40 * g], vec![], y, Some(cluster)).unwrap();
@@ -347,10 +354,17 @@ mod tests {
         let lev = leverage(&data, &fitted(&data)).unwrap();
         assert_eq!(lev.top[2], 0);
         assert!(lev.partial_of(0, 2) > 0.995, "{}", lev.partial_of(0, 2));
-        assert!((lev.effective[2] - 1.0).abs() < 0.01, "{}", lev.effective[2]);
+        assert!(
+            (lev.effective[2] - 1.0).abs() < 0.01,
+            "{}",
+            lev.effective[2]
+        );
         assert_eq!(lev.flagged(), vec![2]);
         let w = lev.warning.expect("a lonely feature warns");
-        assert!(w.contains("theta_2") && w.contains("annotator 3 carries 100%"), "{w}");
+        assert!(
+            w.contains("theta_2") && w.contains("annotator 3 carries 100%"),
+            "{w}"
+        );
         assert!(!w.contains("theta_0") && !w.contains("theta_1"), "{w}");
     }
 
@@ -391,7 +405,11 @@ mod tests {
         let lev = leverage(&data, &fitted(&data)).unwrap();
         let j = 6; // gamma_0
         assert_eq!(lev.ids[lev.top[j]], keep);
-        assert!(lev.partial_of(lev.top[j], j) > 0.5, "{}", lev.partial_of(lev.top[j], j));
+        assert!(
+            lev.partial_of(lev.top[j], j) > 0.5,
+            "{}",
+            lev.partial_of(lev.top[j], j)
+        );
         assert!(lev.flagged().contains(&j));
         assert!(lev.warning.unwrap().contains("gamma_0"));
 
