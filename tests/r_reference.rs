@@ -96,16 +96,9 @@ fn r_reference(name: &str, data: &Dataset) -> HashMap<String, Vec<f64>> {
     let (input, output) = (dir.join("data.csv"), dir.join("out.txt"));
     let mut csv = String::from("cluster,y,z1,z2,z3\n");
     let ids = data.cluster().unwrap();
-    for i in 0..data.n() {
+    for (i, (id, y)) in ids.iter().zip(data.y()).enumerate() {
         let z = data.z_row(i);
-        csv += &format!(
-            "{},{},{:e},{:e},{:e}\n",
-            ids[i],
-            data.y()[i],
-            z[0],
-            z[1],
-            z[2]
-        );
+        csv += &format!("{},{},{:e},{:e},{:e}\n", id, y, z[0], z[1], z[2]);
     }
     std::fs::write(&input, csv).unwrap();
     let script: PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "r", "cluster_vcov.R"]
@@ -239,7 +232,11 @@ fn cluster_variances_equal_rs_sandwich_and_clubsandwich() {
             .collect();
         let diag = |key: &str| -> Vec<f64> { (0..p).map(|j| r[key][j * p + j]).collect() };
         assert_close(&format!("{name}: CR1 vs vcovCL HC1"), &cr1, &diag("cl_hc1"));
-        assert_close(&format!("{name}: CR1 vs vcovCR CR1S"), &cr1, &diag("cr_cr1s"));
+        assert_close(
+            &format!("{name}: CR1 vs vcovCR CR1S"),
+            &cr1,
+            &diag("cr_cr1s"),
+        );
 
         // CR3: the one-step jackknife's draws, uncentred and unscaled.
         let clusters = Clusters::of(&data).unwrap();
@@ -257,7 +254,10 @@ fn cluster_variances_equal_rs_sandwich_and_clubsandwich() {
             let mean = one.values.iter().skip(j).step_by(p).sum::<f64>() / g;
             let want = (g - 1.0) / g * (r["cr_cr3"][j * p + j] - g * (mean - b[j]).powi(2));
             let got = interval_variance(&one, &b, j, Spread::Jackknife);
-            assert!((got - want).abs() <= RELATIVE * want, "{name} {j}: {got} {want}");
+            assert!(
+                (got - want).abs() <= RELATIVE * want,
+                "{name} {j}: {got} {want}"
+            );
         }
 
         // The exact jackknife (refits): CV3 of R's glm refits.

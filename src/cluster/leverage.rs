@@ -265,12 +265,12 @@ mod tests {
         let (p, n) = (3, data.n());
         let clusters = Clusters::of(&data).unwrap();
         let mut blocks = vec![DMatrix::<f64>::zeros(p, p); clusters.len()];
-        for g in 0..clusters.len() {
+        for (g, block) in blocks.iter_mut().enumerate() {
             for &i in clusters.rows(g) {
                 let z = DMatrix::from_row_slice(p, 1, data.z_row(i));
                 let u: f64 = (0..p).map(|k| params.theta[k] * z[k]).sum();
                 let mu = 1.0 / (1.0 + (-u).exp());
-                blocks[g] += &z * z.transpose() * (mu * (1.0 - mu));
+                *block += &z * z.transpose() * (mu * (1.0 - mu));
             }
         }
         let total = blocks.iter().fold(DMatrix::zeros(p, p), |a, b| a + b);

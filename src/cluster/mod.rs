@@ -36,8 +36,8 @@
 mod clusters;
 pub(crate) mod draws;
 mod heterogeneity;
-pub mod leverage;
 pub(crate) mod identified;
+pub mod leverage;
 
 pub use clusters::{Clusters, MAX_CLUSTERS, MIN_CLUSTERS};
 #[cfg(test)]

@@ -263,11 +263,7 @@ pub extern "C" fn hetreward_model_leverage(
                 write_slice(lev_out, &lev.leverage);
                 write_slice(partial, &lev.partial);
             }
-            std::ptr::copy_nonoverlapping(
-                summary.as_ptr().cast::<u8>(),
-                info.cast::<u8>(),
-                size,
-            );
+            std::ptr::copy_nonoverlapping(summary.as_ptr().cast::<u8>(), info.cast::<u8>(), size);
         }
         Ok(())
     })
@@ -378,8 +374,12 @@ mod tests {
             warning: false,
         };
         let mut info = blank;
-        let (mut eff, mut ids, mut lev, mut part) =
-            (vec![-1.0; p], vec![-1i64; g], vec![-1.0; g], vec![-1.0; g * p]);
+        let (mut eff, mut ids, mut lev, mut part) = (
+            vec![-1.0; p],
+            vec![-1i64; g],
+            vec![-1.0; g],
+            vec![-1.0; g * p],
+        );
         let (ep, ip, lp, pp) = (
             eff.as_mut_ptr(),
             ids.as_mut_ptr(),
@@ -391,9 +391,18 @@ mod tests {
         let call = |d, len, gl, ip, lp, pp, out| {
             hetreward_model_leverage(m, d, len, ep, gl, ip, lp, pp, out)
         };
-        assert_eq!(call(u, p, g, ip, lp, pp, info_ptr), HETREWARD_INVALID_ARGUMENT);
-        assert_eq!(call(d, p + 1, g, ip, lp, pp, info_ptr), HETREWARD_DIMENSION_MISMATCH);
-        assert_eq!(call(d, p, g - 1, ip, lp, pp, info_ptr), HETREWARD_DIMENSION_MISMATCH);
+        assert_eq!(
+            call(u, p, g, ip, lp, pp, info_ptr),
+            HETREWARD_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            call(d, p + 1, g, ip, lp, pp, info_ptr),
+            HETREWARD_DIMENSION_MISMATCH
+        );
+        assert_eq!(
+            call(d, p, g - 1, ip, lp, pp, info_ptr),
+            HETREWARD_DIMENSION_MISMATCH
+        );
         assert_eq!(call(d, p, g, ip, nul, pp, info_ptr), HETREWARD_NULL_POINTER);
         assert_eq!(
             call(d, p, g, ip, lp, pp, std::ptr::null_mut()),
@@ -401,12 +410,14 @@ mod tests {
         );
         // SAFETY: a valid struct.
         unsafe { (*info_ptr).struct_size -= 8 };
-        assert_eq!(call(d, p, g, ip, lp, pp, info_ptr), HETREWARD_INVALID_ARGUMENT);
+        assert_eq!(
+            call(d, p, g, ip, lp, pp, info_ptr),
+            HETREWARD_INVALID_ARGUMENT
+        );
         // SAFETY: a valid struct.
         unsafe { (*info_ptr).struct_size += 8 };
         assert!(
-            eff.iter().chain(&lev).chain(&part).all(|&v| v == -1.0)
-                && ids.iter().all(|&v| v == -1),
+            eff.iter().chain(&lev).chain(&part).all(|&v| v == -1.0) && ids.iter().all(|&v| v == -1),
             "nothing written on failure"
         );
         assert_eq!(info, blank);
