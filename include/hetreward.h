@@ -408,6 +408,60 @@ typedef struct hetreward_heterogeneity {
 } hetreward_heterogeneity;
 
 /**
+ * The summary of the leverage diagnostics, filled by hetreward_model_leverage().
+ *
+ * Versioned as hetreward_fit_params is: set `struct_size` to sizeof(hetreward_leverage_info)
+ * before the call. Fields may be appended in later versions (never reordered); the library
+ * writes only the fields of the caller's version (the first `struct_size` bytes).
+ */
+typedef struct hetreward_leverage_info {
+    /**
+     * sizeof(hetreward_leverage_info), set by the caller; left as it is.
+     */
+    size_t struct_size;
+    /**
+     * Number of annotators (clusters) G in the dataset.
+     */
+    size_t clusters;
+    /**
+     * The largest annotator leverage L_g = tr(I_g I^-1) (the leverages sum to d1 + d2;
+     * balanced annotators each have (d1 + d2) / G).
+     */
+    double max_leverage;
+    /**
+     * The id of the annotator with the largest leverage.
+     */
+    int64_t max_leverage_cluster;
+    /**
+     * The smallest effective number of annotators of a coefficient, 1 / sum_g P_gj^2.
+     */
+    double min_effective;
+    /**
+     * That coefficient (index into theta then gamma: 0..d1 is theta_j, d1.. is
+     * gamma_{index - d1}).
+     */
+    size_t min_effective_coefficient;
+    /**
+     * The largest partial leverage P_gj of any annotator for any coefficient (the share of
+     * the coefficient's information the annotator carries).
+     */
+    double max_partial;
+    /**
+     * The id of that annotator.
+     */
+    int64_t max_partial_cluster;
+    /**
+     * That coefficient (index as `min_effective_coefficient`).
+     */
+    size_t max_partial_coefficient;
+    /**
+     * Whether a coefficient rests on few annotators: its effective number is below 10 or one
+     * annotator's partial leverage is above 0.5 (the CLI then prints its warning).
+     */
+    bool warning;
+} hetreward_leverage_info;
+
+/**
  * A model's interval method, its figures and the fit's interval diagnostics, filled by
  * hetreward_model_intervals().
  */
@@ -1232,6 +1286,34 @@ hetreward_status hetreward_model_heterogeneity(const struct hetreward_model *mod
                                                double *out_design_effects,
                                                double *out_effective_clusters,
                                                struct hetreward_heterogeneity *out_info);
+
+/**
+ * The leverage diagnostics of `model`'s estimate on `dataset` (which must have cluster ids,
+ * e.g. the data it was fitted on), after MacKinnon, Nielsen & Webb's summclust: writes `len`
+ * = d1 + d2 values (theta first, then gamma) to `out_effective` (each coefficient's effective
+ * number of annotators 1 / sum_g P_gj^2) and fills `*out_info`, whose `struct_size` the
+ * caller sets. With `clusters_len` = G (`out_info->clusters`; a first call with
+ * `clusters_len` = 0 and the three arrays NULL gives it) it also writes, annotators in
+ * increasing id order, their ids to `out_cluster_ids`, their leverages L_g = tr(I_g I^-1)
+ * to `out_leverage` and, `len` values per annotator (row-major G x (d1 + d2)), their partial
+ * leverages P_gj = (I^-1 I_g I^-1)_jj / (I^-1)_jj to `out_partial` (`I` the expected
+ * information, `I_g` annotator g's part; each coefficient's P_gj sum to 1 over annotators).
+ *
+ * Returns HETREWARD_NULL_POINTER, HETREWARD_DIMENSION_MISMATCH (the dataset's d1 or d2
+ * differs from the model's; `len` is not d1 + d2; `clusters_len` is neither 0 nor G),
+ * HETREWARD_INVALID_ARGUMENT (`out_info.struct_size` is not a version's size; `cluster`: the
+ * dataset has no cluster ids or fewer than 3 clusters), HETREWARD_SINGULAR_INFORMATION.
+ * Nothing is written on failure. Thread-safe (runs on the library's global thread pool).
+ */
+hetreward_status hetreward_model_leverage(const struct hetreward_model *model,
+                                          const struct hetreward_dataset *dataset,
+                                          size_t len,
+                                          double *out_effective,
+                                          size_t clusters_len,
+                                          int64_t *out_cluster_ids,
+                                          double *out_leverage,
+                                          double *out_partial,
+                                          struct hetreward_leverage_info *out_info);
 
 /**
  * Fills `*out_info` with the model's interval method, its figures and the fit's interval

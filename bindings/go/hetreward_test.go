@@ -906,3 +906,56 @@ func TestHeterogeneity(t *testing.T) {
 		t.Fatalf("closed dataset: %v", err)
 	}
 }
+
+func TestLeverage(t *testing.T) {
+	// 20 annotators of 15 rows: the leverages sum to d1 + d2, each coefficient's partial
+	// leverages to 1, the effective numbers are 1 / sum P^2 and the summary is the arrays'.
+	// With the second rationality covariate non-zero for annotator 3 only, that annotator
+	// carries gamma_1 and the diagnostic warns.
+	d := makeData(300, 5)
+	for i := 0; i < d.n; i++ {
+		if d.cluster[i] != 3 {
+			d.psi[2*i+1] = 0
+		}
+	}
+	ds := mustDataset(t, d)
+	m := fit(t, ds, hetreward.DefaultFitParams())
+	l, err := m.Leverage(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.D1() + m.D2()
+	g := len(l.ClusterIDs)
+	if g != 20 || len(l.Leverages) != g || len(l.Partial) != g*p || len(l.Effective) != p {
+		t.Fatalf("shape: %+v", l)
+	}
+	sum := 0.0
+	for _, v := range l.Leverages {
+		sum += v
+	}
+	if math.Abs(sum-float64(p)) > 1e-9 {
+		t.Fatalf("leverages sum to %v, want %d", sum, p)
+	}
+	for j := 0; j < p; j++ {
+		s1, s2 := 0.0, 0.0
+		for c := 0; c < g; c++ {
+			v := l.Partial[c*p+j]
+			s1 += v
+			s2 += v * v
+		}
+		if math.Abs(s1-1) > 1e-9 || math.Abs(l.Effective[j]-1/s2) > 1e-9*l.Effective[j] {
+			t.Fatalf("coefficient %d: partial sum %v, effective %v vs %v", j, s1, l.Effective[j], 1/s2)
+		}
+	}
+	lone := m.D1() + 1
+	if l.MaxPartialCoefficient != lone || l.MaxPartialCluster != 3 || l.MaxPartial <= 0.5 {
+		t.Fatalf("lone covariate: %+v", l)
+	}
+	if l.MinEffectiveCoefficient != lone || l.MinEffective > 3 || !l.Warning {
+		t.Fatalf("lone covariate: %+v", l)
+	}
+	d.cluster = nil
+	plain := mustDataset(t, d)
+	_, err = m.Leverage(plain)
+	statusOf(t, err, hetreward.StatusInvalidArgument, "cluster")
+}

@@ -4,6 +4,7 @@
 //! Non-finite numbers (none are expected) become `null`, as JSON has no NaN.
 
 use hetreward::calibrate::IntervalDiagnostics;
+use hetreward::cluster::leverage::Leverage;
 use hetreward::cluster::Heterogeneity;
 use hetreward::fitted::{RewardInterval, RewardModel};
 use hetreward::io::scoring::GroupChoice;
@@ -20,11 +21,13 @@ use serde_json::{json, Value};
 /// `diagnostics` are the model's interval diagnostics (at fit time from
 /// `RewardModel::diagnostics_on`, which knows the data's cluster ids); `heterogeneity` the
 /// annotator-heterogeneity diagnostic of a fit whose data have cluster ids
-/// ([`heterogeneity_report`]; the field is `null` otherwise).
+/// ([`heterogeneity_report`]; the field is `null` otherwise), and `leverage` the annotators'
+/// leverage diagnostics beside it ([`leverage_report`], likewise).
 pub fn model_report(
     model: &RewardModel,
     diagnostics: &IntervalDiagnostics,
     heterogeneity: Option<&hetreward::Result<Heterogeneity>>,
+    leverage: Option<&hetreward::Result<Leverage>>,
 ) -> Value {
     let r = model.report();
     let theta_ci: Vec<_> = (0..model.d1())
@@ -37,6 +40,7 @@ pub fn model_report(
         "intervals": intervals_report(model),
         "diagnostics": diagnostics_report(diagnostics),
         "heterogeneity": heterogeneity.map(|h| heterogeneity_report(model.d1(), h)),
+        "leverage": leverage.map(|l| leverage_report(model.d1(), l)),
         "theta_lower": theta_ci.iter().map(|c| c.lower).collect::<Vec<_>>(),
         "theta_upper": theta_ci.iter().map(|c| c.upper).collect::<Vec<_>>(),
         "gamma_lower": gamma_ci.iter().map(|c| c.lower).collect::<Vec<_>>(),
@@ -124,6 +128,44 @@ pub fn heterogeneity_report(d1: usize, h: &hetreward::Result<Heterogeneity>) -> 
         }),
         Err(e) => json!({"error": e.to_string()}),
     }
+}
+
+/// Most annotators whose per-annotator values (`ids`, `leverage`, `partial_leverage`) the
+/// [`leverage_report`] lists; above, those fields are `null` (the summaries stay).
+pub const LEVERAGE_ANNOTATORS_LISTED: usize = 10_000;
+
+/// The annotators' leverage diagnostics: `{"clusters", "coefficients", "effective_annotators",
+/// "top_annotator", "top_partial_leverage", "max_leverage", "max_leverage_annotator", "ids",
+/// "leverage", "partial_leverage", "warning"}` — per coefficient (named in `coefficients`) its
+/// effective number of annotators `1 / sum_g P_gj^2`, the id of the annotator with the largest
+/// partial leverage and that share; the largest annotator leverage `tr(I_g I^-1)` (the
+/// leverages sum to d1 + d2) and its annotator; per annotator (ids increasing; `null` above
+/// [`LEVERAGE_ANNOTATORS_LISTED`] annotators) its leverage and, per coefficient, its partial
+/// leverage (`partial_leverage[g][j]`); `warning` the plain-words warning or `null`. When it
+/// could not be computed: `{"error": message}`.
+pub fn leverage_report(d1: usize, l: &hetreward::Result<Leverage>) -> Value {
+    let l = match l {
+        Ok(l) => l,
+        Err(e) => return json!({"error": e.to_string()}),
+    };
+    let p = l.coefficients();
+    let top = (0..l.clusters())
+        .max_by(|&a, &b| l.leverage[a].total_cmp(&l.leverage[b]))
+        .unwrap_or(0);
+    let listed = l.clusters() <= LEVERAGE_ANNOTATORS_LISTED;
+    json!({
+        "clusters": l.clusters(),
+        "coefficients": (0..p).map(|c| coefficient_name(d1, c)).collect::<Vec<_>>(),
+        "effective_annotators": l.effective,
+        "top_annotator": l.top.iter().map(|&g| l.ids[g]).collect::<Vec<_>>(),
+        "top_partial_leverage": (0..p).map(|j| l.partial_of(l.top[j], j)).collect::<Vec<_>>(),
+        "max_leverage": l.leverage[top],
+        "max_leverage_annotator": l.ids[top],
+        "ids": listed.then_some(&l.ids),
+        "leverage": listed.then_some(&l.leverage),
+        "partial_leverage": listed.then(|| l.partial.chunks(p.max(1)).collect::<Vec<_>>()),
+        "warning": l.warning,
+    })
 }
 
 /// The `score --json` document: `{"alpha", "rows": [{"reward", "se", "lower", "upper"}]}`, one

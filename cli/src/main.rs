@@ -689,10 +689,22 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         })?),
         None => None,
     };
+    // Beside it, the annotators' leverage: which coefficients rest on few annotators.
+    let leverage = match data.cluster() {
+        Some(_) => Some(hetreward::parallel::run_in_pool(args.threads, || {
+            hetreward::cluster::leverage::leverage(&data, model.params())
+        })?),
+        None => None,
+    };
     let report_out = match &args.report {
         Some(path) => {
             let mut f = PendingFile::create(path)?;
-            let report = json::model_report(&model, &diagnostics, heterogeneity.as_ref());
+            let report = json::model_report(
+                &model,
+                &diagnostics,
+                heterogeneity.as_ref(),
+                leverage.as_ref(),
+            );
             f.write_all((pretty(&report) + "\n").as_bytes())?;
             Some(f)
         }
@@ -702,6 +714,9 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
     print_auto_fallback(&data, &model, args.threads, out)?;
     if let Some(h) = &heterogeneity {
         print_heterogeneity(h, &model, out)?;
+    }
+    if let Some(l) = &leverage {
+        print_leverage(l, &model, out)?;
     }
     if args.profile {
         print_profile(&data, &model, args.threads, out)?;
@@ -730,6 +745,47 @@ fn print_auto_fallback(
         if let Some(why) = why {
             outln!(out, "fallback: {why}; auto used the exact refits instead");
         }
+    }
+    Ok(())
+}
+
+/// The annotators' leverage diagnostics of a fit whose data have cluster ids: the largest
+/// annotator leverage against the balanced `p / G`, the coefficient with the fewest effective
+/// annotators, and the warning naming every coefficient that rests on few annotators.
+fn print_leverage(
+    l: &hetreward::Result<hetreward::cluster::leverage::Leverage>,
+    model: &RewardModel,
+    out: &mut Out,
+) -> Result<(), Failure> {
+    let l = match l {
+        Ok(l) => l,
+        Err(e) => {
+            outln!(out, "leverage: not computed ({e})");
+            return Ok(());
+        }
+    };
+    let name = |c: usize| json::coefficient_name(model.d1(), c);
+    let top = (0..l.clusters())
+        .max_by(|&a, &b| l.leverage[a].total_cmp(&l.leverage[b]))
+        .unwrap_or(0);
+    let fewest = (0..l.coefficients())
+        .min_by(|&a, &b| l.effective[a].total_cmp(&l.effective[b]))
+        .unwrap_or(0);
+    outln!(
+        out,
+        "leverage: {} annotators; largest leverage {:.3} (annotator {}; balanced {:.3}); fewest \
+         effective annotators {:.1} for {} (annotator {} carries {:.0}% of its information)",
+        l.clusters(),
+        l.leverage[top],
+        l.ids[top],
+        l.coefficients() as f64 / l.clusters() as f64,
+        l.effective[fewest],
+        name(fewest),
+        l.ids[l.top[fewest]],
+        100.0 * l.partial_of(l.top[fewest], fewest)
+    );
+    if let Some(w) = &l.warning {
+        outln!(out, "warning: {w}");
     }
     Ok(())
 }
@@ -929,7 +985,7 @@ fn run_inspect(
 ) -> Result<(), Failure> {
     let model = load_model(path, wald)?;
     if as_json {
-        let report = json::model_report(&model, &model.diagnostics(), None);
+        let report = json::model_report(&model, &model.diagnostics(), None, None);
         outln!(out, "{}", pretty(&report));
     } else {
         print_model(&model, &model.diagnostics(), all_rows, out)?;

@@ -1882,4 +1882,66 @@ fn fit_with_cluster_ids_uses_cluster_intervals_under_auto_and_reports_heterogene
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert!(json["heterogeneity"].is_null());
+    assert!(json["leverage"].is_null());
+}
+
+/// The leverage diagnostics beside the heterogeneity diagnostic: printed, in the JSON report
+/// with the library's figures, and the warning names the coefficient one annotator carries
+/// (the expert flag held by one annotator of 12) and that annotator.
+#[test]
+fn fit_with_cluster_ids_reports_leverage_and_names_a_lone_expert() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = hetreward::sim::annotator_effects(12, 40, 0.0, 7);
+    let ids = data.cluster().unwrap().to_vec();
+    let lone = (0..data.n())
+        .find(|&i| data.psi_row(i)[0] == 1.0)
+        .map(|i| ids[i])
+        .expect("an expert");
+    let mut psi = data.psi().to_vec();
+    for i in 0..data.n() {
+        if ids[i] != lone {
+            psi[2 * i] = 0.0;
+        }
+    }
+    let data = hetreward::data::Dataset::new(
+        data.d1(),
+        2,
+        data.z().to_vec(),
+        data.psi0().to_vec(),
+        psi,
+        data.y().to_vec(),
+        Some(ids),
+    )
+    .unwrap();
+    let path = dir.path().join("lone.csv");
+    std::fs::write(&path, annotator_csv(&data)).unwrap();
+    let (out, report) = (dir.path().join("m.hrm"), dir.path().join("r.json"));
+    let text = ok(&["fit", s(&path), "--out", s(&out), "--report", s(&report)]);
+    assert!(
+        text.contains("leverage: 12 annotators; largest leverage"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: a coefficient rests on few of the 12 annotators")
+            && text.contains("gamma_0 (effective number")
+            && text.contains(&format!("annotator {lone} carries")),
+        "{text}"
+    );
+    let model = model_file::load(&out).unwrap();
+    let want = hetreward::cluster::leverage::leverage(&data, model.params()).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let lev = &json["leverage"];
+    assert_eq!(lev["clusters"], 12);
+    let got: Vec<f64> = serde_json::from_value(lev["effective_annotators"].clone()).unwrap();
+    assert_eq!(got, want.effective);
+    let got: Vec<f64> = serde_json::from_value(lev["leverage"].clone()).unwrap();
+    assert_eq!(got, want.leverage);
+    let d1 = data.d1();
+    assert_eq!(
+        lev["partial_leverage"][want.top[d1]][d1],
+        want.partial_of(want.top[d1], d1)
+    );
+    assert_eq!(lev["top_annotator"][d1], lone);
+    assert!(lev["warning"].as_str().unwrap().contains("gamma_0"));
 }

@@ -2,7 +2,10 @@
 # Installs the system packages the test steps need, if they are missing.
 set -euo pipefail
 need=()
-for pkg in "$@" cmake pkg-config golang-go valgrind python3-pip; do
+# r-base-core with sandwich and clubSandwich: the outside reference of the cluster variances
+# (tests/r_reference.rs fails without them).
+for pkg in "$@" cmake pkg-config golang-go valgrind python3-pip \
+  r-base-core r-cran-sandwich r-cran-clubsandwich; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -49,7 +49,7 @@ echo "--- C test suite under valgrind memcheck"
 # (20 MB) keeps enough of them to exhaust its address space ("memory allocation of 1006632960
 # bytes failed"). A tiny queue recycles freed blocks at once; use-after-free on the C side is
 # still caught by the ASan run of scripts/ci.d/50-reliability.sh.
-for t in test_api test_errors test_threads test_cancel test_version test_header test_intervals test_shard test_coefficients test_options; do
+for t in test_api test_errors test_threads test_cancel test_version test_header test_intervals test_shard test_coefficients test_options test_leverage; do
   (cd "$work/c-tests" && valgrind -q --error-exitcode=1 --leak-check=full \
       --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect \
       --freelist-vol=1000 "./$t")

@@ -149,11 +149,7 @@ fn diagnose(
     let de = design_effects[worst];
     let independent_coverage =
         2.0 * Normal::standard().cdf(1.959963984540054 / de.max(1e-12).sqrt()) - 1.0;
-    let name = if worst < d1 {
-        format!("theta_{worst}")
-    } else {
-        format!("gamma_{}", worst - d1)
-    };
+    let name = coefficient_name(d1, worst);
     let warning = (de > DESIGN_EFFECT_WARNING && excess_z[worst] > EXCESS_Z_WARNING).then(|| {
         format!(
             "annotators differ beyond their covariates: the cluster-robust variance of {name} is \
@@ -173,6 +169,16 @@ fn diagnose(
         independent_coverage,
         warning,
     })
+}
+
+/// The name of coefficient `c` of `(theta, gamma)` (`d1` thetas): `theta_c` or
+/// `gamma_{c - d1}`, 0-based, as the diagnostics' warnings name them.
+pub(super) fn coefficient_name(d1: usize, c: usize) -> String {
+    if c < d1 {
+        format!("theta_{c}")
+    } else {
+        format!("gamma_{}", c - d1)
+    }
 }
 
 /// `H^-1 s_g` for every cluster `g` (columns, clusters in increasing id order; `H` the

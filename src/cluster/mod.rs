@@ -32,6 +32,7 @@ mod clusters;
 pub(crate) mod draws;
 mod heterogeneity;
 pub(crate) mod identified;
+pub mod leverage;
 
 pub use clusters::{Clusters, MAX_CLUSTERS, MIN_CLUSTERS};
 pub use draws::one_step_obstacle;

@@ -719,6 +719,39 @@ class Model(_Handle):
                 "worst": i.worst, "excess_z": i.worst_excess_z,
                 "independent_coverage": i.independent_coverage, "warning": bool(i.warning)}
 
+    def leverage(self, dataset: "Dataset") -> dict:
+        """The annotators' leverage diagnostics of this model's estimate on ``dataset`` (which
+        must have cluster ids), after MacKinnon, Nielsen & Webb's summclust: ``cluster_ids``
+        (increasing), per annotator its ``leverage`` tr(I_g I^-1) (they sum to d1 + d2) and
+        ``partial`` (G x (d1 + d2): its share of each coefficient's information; columns sum
+        to 1); per coefficient (theta, then gamma) ``effective`` annotators 1 / sum_g P_gj^2;
+        the summary ``max_leverage`` (and ``max_leverage_cluster``), ``min_effective`` (and
+        ``min_effective_coefficient``), ``max_partial`` (``max_partial_cluster``,
+        ``max_partial_coefficient``); ``warning`` (bool: a coefficient's effective number is
+        below 10 or one annotator carries over half of it). Raises
+        :class:`InvalidArgumentError` without cluster ids."""
+        p = self.d1 + self.d2
+        eff = np.empty(p)
+        i = _n.hetreward_leverage_info()
+        i.struct_size = ctypes.sizeof(_n.hetreward_leverage_info)
+        dp = POINTER(c_double)
+        with self._use() as model, dataset._use() as data:
+            _check(lib.hetreward_model_leverage(
+                model, data, p, eff.ctypes.data_as(dp), 0, None, None, None, byref(i)))
+            g = i.clusters
+            ids, lev, part = np.empty(g, dtype=np.int64), np.empty(g), np.empty((g, p))
+            _check(lib.hetreward_model_leverage(
+                model, data, p, eff.ctypes.data_as(dp), g,
+                ids.ctypes.data_as(POINTER(c_int64)), lev.ctypes.data_as(dp),
+                part.ctypes.data_as(dp), byref(i)))
+        return {"cluster_ids": ids, "leverage": lev, "partial": part, "effective": eff,
+                "max_leverage": i.max_leverage, "max_leverage_cluster": i.max_leverage_cluster,
+                "min_effective": i.min_effective,
+                "min_effective_coefficient": i.min_effective_coefficient,
+                "max_partial": i.max_partial, "max_partial_cluster": i.max_partial_cluster,
+                "max_partial_coefficient": i.max_partial_coefficient,
+                "warning": bool(i.warning)}
+
     def wald(self) -> "Model":
         """A copy of the model with the paper's Wald intervals, whatever method it carries."""
         out = POINTER(_n.hetreward_model)()

@@ -151,6 +151,21 @@ class hetreward_heterogeneity(Structure):
     ]
 
 
+class hetreward_leverage_info(Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("clusters", c_size_t),
+        ("max_leverage", c_double),
+        ("max_leverage_cluster", c_int64),
+        ("min_effective", c_double),
+        ("min_effective_coefficient", c_size_t),
+        ("max_partial", c_double),
+        ("max_partial_cluster", c_int64),
+        ("max_partial_coefficient", c_size_t),
+        ("warning", c_bool),
+    ]
+
+
 class hetreward_fit_report(Structure):
     _fields_ = [
         ("solver", hetreward_solver),
@@ -318,6 +333,11 @@ PROTOTYPES = {
         hetreward_status,
         [_P(hetreward_model), _P(hetreward_dataset), c_size_t, _P(c_double), _P(c_double),
          _P(hetreward_heterogeneity)],
+    ),
+    "hetreward_model_leverage": (
+        hetreward_status,
+        [_P(hetreward_model), _P(hetreward_dataset), c_size_t, _P(c_double), c_size_t,
+         _P(c_int64), _P(c_double), _P(c_double), _P(hetreward_leverage_info)],
     ),
     "hetreward_model_wald": (hetreward_status, [_P(hetreward_model), _P(_P(hetreward_model))]),
     "hetreward_model_save": (hetreward_status, [_P(hetreward_model), c_char_p]),

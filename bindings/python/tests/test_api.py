@@ -513,3 +513,28 @@ def test_heterogeneity_diagnostic(data, model):
     with hr.Dataset(**{**data, "cluster": None}) as ds, \
             pytest.raises(hr.InvalidArgumentError, match="cluster"):
         model.heterogeneity(ds)
+
+
+def test_leverage_diagnostics(data):
+    # 20 annotators: leverages sum to d1 + d2, each coefficient's partial leverages to 1, the
+    # effective numbers are 1 / sum P^2 and the summary is the arrays'. The second rationality
+    # covariate non-zero for annotator 3 only: that annotator carries gamma_1, and it warns.
+    lone = {**data, "psi": data["psi"].copy()}
+    lone["psi"][data["cluster"] != 3, 1] = 0.0
+    p = D1 + D2
+    with hr.Dataset(**lone) as ds, hr.Fitter() as fitter:
+        with fitter.fit(ds) as m:
+            lev = m.leverage(ds)
+    assert list(lev["cluster_ids"]) == list(range(20))
+    assert lev["partial"].shape == (20, p)
+    assert lev["leverage"].sum() == pytest.approx(p, rel=1e-10)
+    assert np.allclose(lev["partial"].sum(axis=0), 1.0, atol=1e-10)
+    assert np.allclose(lev["effective"], 1.0 / (lev["partial"] ** 2).sum(axis=0), rtol=1e-10)
+    assert lev["max_leverage"] == lev["leverage"].max()
+    assert lev["max_leverage_cluster"] == int(np.argmax(lev["leverage"]))
+    assert lev["min_effective_coefficient"] == D1 + 1 and lev["min_effective"] < 3
+    assert lev["max_partial_cluster"] == 3 and lev["max_partial"] > 0.5
+    assert lev["warning"]
+    with hr.Dataset(**{**data, "cluster": None}) as ds, hr.Fitter() as fitter:
+        with fitter.fit(ds) as m, pytest.raises(hr.InvalidArgumentError, match="cluster"):
+            m.leverage(ds)

@@ -159,6 +159,19 @@ struct hetreward_heterogeneity
     warning::Bool
 end
 
+struct hetreward_leverage_info
+    struct_size::Csize_t
+    clusters::Csize_t
+    max_leverage::Cdouble
+    max_leverage_cluster::Int64
+    min_effective::Cdouble
+    min_effective_coefficient::Csize_t
+    max_partial::Cdouble
+    max_partial_cluster::Int64
+    max_partial_coefficient::Csize_t
+    warning::Bool
+end
+
 struct hetreward_fit_report
     solver::hetreward_solver
     covariance::hetreward_covariance
@@ -376,6 +389,13 @@ hetreward_model_heterogeneity(model, dataset, len, out_design_effects, out_effec
         dataset::Ptr{hetreward_dataset}, len::Csize_t, out_design_effects::Ptr{Cdouble},
         out_effective_clusters::Ptr{Cdouble},
         out_info::Ptr{hetreward_heterogeneity})::hetreward_status
+
+hetreward_model_leverage(model, dataset, len, out_effective, clusters_len, out_cluster_ids,
+                         out_leverage, out_partial, out_info) =
+    @ccall libhetreward.hetreward_model_leverage(model::Ptr{hetreward_model},
+        dataset::Ptr{hetreward_dataset}, len::Csize_t, out_effective::Ptr{Cdouble},
+        clusters_len::Csize_t, out_cluster_ids::Ptr{Int64}, out_leverage::Ptr{Cdouble},
+        out_partial::Ptr{Cdouble}, out_info::Ptr{hetreward_leverage_info})::hetreward_status
 
 hetreward_model_wald(model, out_model) =
     @ccall libhetreward.hetreward_model_wald(model::Ptr{hetreward_model},
@@ -1120,6 +1140,49 @@ function heterogeneity(model::Model, dataset::Dataset)
     return (clusters = Int(i.clusters), design_effects = de, effective_clusters = k,
             worst = Int(i.worst) + 1, excess_z = i.worst_excess_z,
             independent_coverage = i.independent_coverage, warning = i.warning)
+end
+
+"""
+    leverage(model, dataset) -> NamedTuple
+
+The annotators' leverage diagnostics of the model's estimate on `dataset` (which must have
+cluster ids), after MacKinnon, Nielsen & Webb's summclust: `cluster_ids` (increasing), per
+annotator its `leverage` tr(I_g I^-1) (they sum to d1 + d2) and `partial` (G x (d1 + d2):
+its share of each coefficient's information; columns sum to 1); per coefficient (theta, then
+gamma) `effective` annotators 1 / sum_g P_gj^2; `max_leverage` (`max_leverage_cluster`),
+`min_effective` (`min_effective_coefficient`, 1-based), `max_partial` (`max_partial_cluster`,
+`max_partial_coefficient`, 1-based) and `warning` (Bool: a coefficient's effective number is
+below 10 or one annotator carries over half of it).
+"""
+function leverage(model::Model, dataset::Dataset)
+    p = in_use(model) do
+        Int(hetreward_model_d1(live(model)) + hetreward_model_d2(live(model)))
+    end
+    eff = Vector{Cdouble}(undef, p)
+    blank = hetreward_leverage_info(sizeof(hetreward_leverage_info), 0, 0, 0, 0, 0, 0, 0, 0,
+                                    false)
+    info = Ref(blank)
+    in_use(model, dataset) do
+        GC.@preserve model dataset eff check(hetreward_model_leverage(live(model),
+            live(dataset), p, pointer(eff), 0, C_NULL, C_NULL, C_NULL, info))
+    end
+    g = Int(info[].clusters)
+    ids, lev = Vector{Int64}(undef, g), Vector{Cdouble}(undef, g)
+    part = Vector{Cdouble}(undef, g * p)
+    in_use(model, dataset) do
+        GC.@preserve model dataset eff ids lev part check(hetreward_model_leverage(
+            live(model), live(dataset), p, pointer(eff), g, pointer(ids), pointer(lev),
+            pointer(part), info))
+    end
+    i = info[]
+    return (cluster_ids = ids, leverage = lev,
+            partial = permutedims(reshape(part, p, g)), effective = eff,
+            max_leverage = i.max_leverage, max_leverage_cluster = i.max_leverage_cluster,
+            min_effective = i.min_effective,
+            min_effective_coefficient = Int(i.min_effective_coefficient) + 1,
+            max_partial = i.max_partial, max_partial_cluster = i.max_partial_cluster,
+            max_partial_coefficient = Int(i.max_partial_coefficient) + 1,
+            warning = i.warning)
 end
 
 """

@@ -1,0 +1,446 @@
+//! Leverage diagnostics of the annotators (clusters): how much of the information about each
+//! coefficient each annotator carries, after `summclust` (MacKinnon, Nielsen & Webb 2023,
+//! "Leverage, influence, and the jackknife in clustered regression models").
+//!
+//! With `I = sum_i w_i g_i g_i^T` the expected (Fisher) information summed over the rows
+//! (`g_i` the derivative of the utility, `w_i = mu (1 - mu)`, [`crate::likelihood`]) and
+//! `I_g` the same sum over the rows of annotator `g`:
+//!
+//! * **leverage** `L_g = tr(I_g I^-1)`: in a linear model (`w_i = 1`, `g_i = x_i`) this is
+//!   `tr(H_gg)`, the trace of the cluster's diagonal block of the hat matrix, `summclust`'s
+//!   leverage; in a GLM it is the trace of the block of the weighted hat matrix
+//!   `W^1/2 X (X^T W X)^-1 X^T W^1/2`. The leverages sum to `p = d1 + d2`; balanced annotators
+//!   each have `p / G`.
+//! * **partial leverage** of annotator `g` for coefficient `j`:
+//!   `P_gj = (I^-1 I_g I^-1)_jj / (I^-1)_jj`. In the linear model it is `summclust`'s
+//!   `x~_jg^T x~_jg / x~_j^T x~_j` (`x~_j` the column of coefficient `j` with the other
+//!   columns partialled out: row `j` of `(X^T X)^-1 X^T` is `x~_j^T / x~_j^T x~_j`), here
+//!   with the information's weights. It is annotator `g`'s share of coefficient `j`'s
+//!   variance under the working model: the estimate's linearisation is
+//!   `b - beta = I^-1 sum_g s_g` with independent cluster scores of variance `I_g`, so
+//!   `Var(b_j) = sum_g (I^-1 I_g I^-1)_jj = (I^-1)_jj` and the `P_gj` of a coefficient are
+//!   non-negative and sum to 1. An annotator alone in a covariate (the one expert) carries
+//!   its gamma: `P_gj` near 1.
+//! * **effective number of annotators** of coefficient `j`: `G*_j = 1 / sum_g P_gj^2`, the
+//!   `G*(0)` of Carter, Schnepel & Steigerwald (2017, "Asymptotic behavior of a t-test robust
+//!   to cluster heterogeneity", REStat 99(4)) that MacKinnon, Nielsen & Webb report beside the
+//!   leverages: with `gamma_g = (I^-1 I_g I^-1)_jj`, `G* = G / (1 + CV^2(gamma))`, and since
+//!   `gamma_g / mean(gamma) = G P_gj`, `1 + CV^2 = G sum_g P_gj^2`. It is `G` for balanced
+//!   annotators and near 1 when one carries the coefficient; cluster-robust inference on a
+//!   coefficient behaves like inference from about `G*` clusters.
+//!
+//! The diagnostic uses the design (the information) only, not the residuals: it says which
+//! coefficients a cluster-robust interval can estimate well before any interval is computed,
+//! where the heterogeneity diagnostic's effective count (`crate::interval::effective_df` of
+//! the sandwich draws) measures the realised spread of the scores.
+
+use super::clusters::Clusters;
+use super::heterogeneity::coefficient_name;
+use crate::data::Dataset;
+use crate::error::Result;
+use crate::likelihood::expected_information;
+use crate::linalg::{matmul, spd_inverse};
+use crate::model::Params;
+use nalgebra::DMatrix;
+use rayon::prelude::*;
+
+/// A coefficient whose effective number of annotators is below this is named in the
+/// warning: with fewer than about 10 effective clusters cluster-robust variances are noisy
+/// and t quantiles with `G - 1` degrees of freedom over-state the evidence (MacKinnon,
+/// Nielsen & Webb 2023; Carter, Schnepel & Steigerwald 2017).
+pub const EFFECTIVE_ANNOTATORS_WARNING: f64 = 10.0;
+/// An annotator whose partial leverage for a coefficient is above this carries most of that
+/// coefficient's information: the coefficient is named in the warning with the annotator.
+pub const PARTIAL_LEVERAGE_WARNING: f64 = 0.5;
+
+/// What [`leverage`] reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Leverage {
+    /// The annotators' (clusters') ids, increasing: the order of every per-annotator value.
+    pub ids: Vec<i64>,
+    /// Per annotator: its leverage `L_g = tr(I_g I^-1)` (the leverages sum to `p`).
+    pub leverage: Vec<f64>,
+    /// `G x p`, row-major (one row per annotator, coefficients theta first, then gamma): the
+    /// partial leverage `P_gj`, annotator `g`'s share of coefficient `j`'s information (each
+    /// coefficient's column sums to 1).
+    pub partial: Vec<f64>,
+    /// Per coefficient: its effective number of annotators `G*_j = 1 / sum_g P_gj^2`.
+    pub effective: Vec<f64>,
+    /// Per coefficient: the rank (index into `ids`) of the annotator with the largest partial
+    /// leverage.
+    pub top: Vec<usize>,
+    /// Plain words when a coefficient rests on few annotators: its effective number is below
+    /// [`EFFECTIVE_ANNOTATORS_WARNING`] or one annotator's partial leverage is above
+    /// [`PARTIAL_LEVERAGE_WARNING`]; names every such coefficient and its top annotator.
+    pub warning: Option<String>,
+}
+
+impl Leverage {
+    /// Number of annotators `G`.
+    pub fn clusters(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Number of coefficients `p = d1 + d2`.
+    pub fn coefficients(&self) -> usize {
+        self.effective.len()
+    }
+
+    /// The partial leverage of the annotator of rank `g` for coefficient `j`.
+    pub fn partial_of(&self, g: usize, j: usize) -> f64 {
+        self.partial[g * self.coefficients() + j]
+    }
+
+    /// The coefficients the warning names: those with an effective number of annotators below
+    /// [`EFFECTIVE_ANNOTATORS_WARNING`] or a top partial leverage above
+    /// [`PARTIAL_LEVERAGE_WARNING`], in coefficient order.
+    pub fn flagged(&self) -> Vec<usize> {
+        (0..self.coefficients())
+            .filter(|&j| {
+                self.effective[j] < EFFECTIVE_ANNOTATORS_WARNING
+                    || self.partial_of(self.top[j], j) > PARTIAL_LEVERAGE_WARNING
+            })
+            .collect()
+    }
+}
+
+/// The [`Leverage`] diagnostics of the fit `params` of `data` (which must have cluster ids).
+/// One pass over each annotator's rows for its information `I_g` (`n p^2` flops in all, the
+/// cost of one information matrix; `I` is their sum), then `O(G p^3)`.
+///
+/// Errors: [`crate::Error::InvalidArgument`] (`cluster`) without cluster ids or with fewer
+/// than [`super::MIN_CLUSTERS`]; [`crate::Error::SingularInformation`] when the information
+/// is not positive definite.
+pub fn leverage(data: &Dataset, params: &Params) -> Result<Leverage> {
+    let clusters = Clusters::of(data)?;
+    let p = data.n_params();
+    let blocks: Vec<DMatrix<f64>> = (0..clusters.len())
+        .into_par_iter()
+        .map(|g| {
+            let sub = data.select_rows(clusters.rows(g));
+            expected_information(&sub, params) * sub.n() as f64
+        })
+        .collect();
+    let total = blocks.iter().fold(DMatrix::zeros(p, p), |acc, b| acc + b);
+    let inv = spd_inverse(&total, "the expected information")?;
+    let per_cluster: Vec<(f64, Vec<f64>)> = blocks
+        .par_iter()
+        .map(|ig| {
+            // A = I_g I^-1: L_g = tr(A); (I^-1 I_g I^-1)_jj = (I^-1 A)_jj = sum_k inv_jk A_kj.
+            let a = matmul(ig, &inv);
+            let lev = a.trace();
+            let share = (0..p)
+                .map(|j| {
+                    let v: f64 = (0..p).map(|k| inv[(j, k)] * a[(k, j)]).sum();
+                    (v / inv[(j, j)]).max(0.0)
+                })
+                .collect();
+            (lev, share)
+        })
+        .collect();
+    let (leverage, rows): (Vec<f64>, Vec<Vec<f64>>) = per_cluster.into_iter().unzip();
+    let partial: Vec<f64> = rows.into_iter().flatten().collect();
+    let ids: Vec<i64> = (0..clusters.len()).map(|g| clusters.id(g)).collect();
+    let g_count = ids.len();
+    let partial_ref = &partial;
+    let column = |j: usize| (0..g_count).map(move |g| partial_ref[g * p + j]);
+    let effective = (0..p)
+        .map(|j| {
+            let s2: f64 = column(j).map(|x| x * x).sum();
+            if s2 > 0.0 {
+                1.0 / s2
+            } else {
+                g_count as f64
+            }
+        })
+        .collect();
+    let top = (0..p)
+        .map(|j| {
+            (0..g_count)
+                .max_by(|&a, &b| partial[a * p + j].total_cmp(&partial[b * p + j]))
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = Leverage {
+        ids,
+        leverage,
+        partial,
+        effective,
+        top,
+        warning: None,
+    };
+    out.warning = warning(&out, data.d1());
+    Ok(out)
+}
+
+/// The plain-words warning of `lev` (`d1` names the coefficients), `None` when no coefficient
+/// is flagged ([`Leverage::flagged`]).
+fn warning(lev: &Leverage, d1: usize) -> Option<String> {
+    let flagged = lev.flagged();
+    if flagged.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = flagged
+        .iter()
+        .map(|&j| {
+            let g = lev.top[j];
+            format!(
+                "{} (effective number {:.1}; annotator {} carries {:.0}% of its information)",
+                coefficient_name(d1, j),
+                lev.effective[j],
+                lev.ids[g],
+                100.0 * lev.partial_of(g, j)
+            )
+        })
+        .collect();
+    let carried = flagged
+        .iter()
+        .any(|&j| lev.partial_of(lev.top[j], j) > PARTIAL_LEVERAGE_WARNING);
+    Some(format!(
+        "{} on few of the {} annotators: {}; a cluster-robust interval for such a coefficient \
+         is estimated from about as many annotators as its effective number{}: read it as \
+         rough, and add annotators who vary in its covariate",
+        if flagged.len() == 1 {
+            "a coefficient rests".to_string()
+        } else {
+            format!("{} coefficients rest", flagged.len())
+        },
+        lev.clusters(),
+        parts.join("; "),
+        if carried {
+            ", and one that an annotator carries over half of may not be identified without \
+             that annotator"
+        } else {
+            ""
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fit::{fit, FitControl, FitOptions};
+
+    fn fitted(data: &Dataset) -> Params {
+        fit(data, &FitOptions::default(), &FitControl::default())
+            .unwrap()
+            .params
+    }
+
+    /// A logistic design without gamma: `g` annotators of `m` rows each, z ~ N(0, I_d1) from
+    /// a fixed stream (psi0 = 1, the homogeneous model), optionally a last feature non-zero in
+    /// annotator 0's rows only.
+    fn design(g: usize, m: usize, d1: usize, lonely: bool, seed: u64) -> Dataset {
+        use rand::{Rng, SeedableRng};
+        use rand_distr::StandardNormal;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let n = g * m;
+        let mut z = Vec::with_capacity(n * d1);
+        let mut y = Vec::with_capacity(n);
+        let mut cluster = Vec::with_capacity(n);
+        for c in 0..g {
+            for _ in 0..m {
+                let mut row: Vec<f64> = (0..d1).map(|_| rng.sample(StandardNormal)).collect();
+                if lonely && c != 0 {
+                    row[d1 - 1] = 0.0;
+                }
+                let u: f64 = 0.7 * row[0] - 0.4 * row[1];
+                let prob = 1.0 / (1.0 + (-u).exp());
+                y.push(if rng.random::<f64>() < prob { 1.0 } else { 0.0 });
+                z.extend(row);
+                cluster.push(10 * c as i64 + 3);
+            }
+        }
+        Dataset::new(d1, 0, z, vec![1.0; n], vec![], y, Some(cluster)).unwrap()
+    }
+
+    /// Brute force from the definition: `I_g` row by row (`w_i g_i g_i^T` with `g_i` from
+    /// finite-free formulas of the homogeneous model `u = theta . z`), `I^-1`, traces and
+    /// the diagonal of `I^-1 I_g I^-1`; and `G*` as Carter et al.'s `G / (1 + CV^2)`.
+    #[test]
+    fn leverages_equal_a_brute_force_computation_from_the_definition() {
+        let data = design(9, 30, 3, false, 4);
+        let params = fitted(&data);
+        let lev = leverage(&data, &params).unwrap();
+        let (p, n) = (3, data.n());
+        let clusters = Clusters::of(&data).unwrap();
+        let mut blocks = vec![DMatrix::<f64>::zeros(p, p); clusters.len()];
+        for (g, block) in blocks.iter_mut().enumerate() {
+            for &i in clusters.rows(g) {
+                let z = DMatrix::from_row_slice(p, 1, data.z_row(i));
+                let u: f64 = (0..p).map(|k| params.theta[k] * z[k]).sum();
+                let mu = 1.0 / (1.0 + (-u).exp());
+                *block += &z * z.transpose() * (mu * (1.0 - mu));
+            }
+        }
+        let total = blocks.iter().fold(DMatrix::zeros(p, p), |a, b| a + b);
+        assert_eq!(n, 270);
+        let inv = spd_inverse(&total, "test").unwrap();
+        for (g, ig) in blocks.iter().enumerate() {
+            let want = (ig * &inv).trace();
+            assert!((lev.leverage[g] - want).abs() < 1e-10, "{g}");
+            let v = &inv * ig * &inv;
+            for j in 0..p {
+                let want = v[(j, j)] / inv[(j, j)];
+                assert!((lev.partial_of(g, j) - want).abs() < 1e-10, "{g} {j}");
+            }
+        }
+        let gf = clusters.len() as f64;
+        for j in 0..p {
+            let gam: Vec<f64> = (0..clusters.len())
+                .map(|g| (&inv * &blocks[g] * &inv)[(j, j)])
+                .collect();
+            let mean = gam.iter().sum::<f64>() / gf;
+            let cv2 = gam.iter().map(|x| (x / mean - 1.0).powi(2)).sum::<f64>() / gf;
+            assert!((lev.effective[j] - gf / (1.0 + cv2)).abs() < 1e-9 * gf);
+        }
+        assert_eq!(lev.ids[0], 3);
+        assert_eq!(lev.ids[8], 83);
+    }
+
+    /// The leverages sum to p and each coefficient's partial leverages to 1; annotators with
+    /// the same design (the same rows, shuffled among annotators) have the same leverage p/G;
+    /// a balanced design of many rows per annotator has G* near G and no warning.
+    #[test]
+    fn balanced_annotators_share_the_leverage_equally() {
+        // Every annotator judges the same 40 rows: identical information blocks.
+        let base = design(1, 40, 3, false, 9);
+        let g = 12;
+        let mut z = Vec::new();
+        let mut y = Vec::new();
+        let mut cluster = Vec::new();
+        for c in 0..g {
+            z.extend_from_slice(base.z());
+            // The labels differ by annotator (they do not enter the information).
+            y.extend(
+                base.y()
+                    .iter()
+                    .map(|&v| if c % 2 == 0 { v } else { 1.0 - v }),
+            );
+            cluster.extend(std::iter::repeat_n(c as i64, 40));
+        }
+        let data = Dataset::new(3, 0, z, vec![1.0; 40 * g], vec![], y, Some(cluster)).unwrap();
+        let params = Params {
+            theta: vec![0.3, -0.2, 0.1],
+            gamma: vec![],
+        };
+        let lev = leverage(&data, &params).unwrap();
+        for &l in &lev.leverage {
+            assert!((l - 3.0 / g as f64).abs() < 1e-12, "{l}");
+        }
+        for j in 0..3 {
+            assert!((lev.effective[j] - g as f64).abs() < 1e-9);
+        }
+        assert!(lev.warning.is_none());
+
+        let data = design(30, 50, 4, false, 2);
+        let lev = leverage(&data, &fitted(&data)).unwrap();
+        assert!((lev.leverage.iter().sum::<f64>() - 4.0).abs() < 1e-10);
+        for j in 0..4 {
+            let s: f64 = (0..30).map(|g| lev.partial_of(g, j)).sum();
+            assert!((s - 1.0).abs() < 1e-10);
+            assert!(lev.effective[j] > 22.0, "{}", lev.effective[j]);
+        }
+        assert!(lev.warning.is_none(), "{:?}", lev.warning);
+    }
+
+    /// A feature non-zero in one annotator's rows only: that annotator's partial leverage for
+    /// it is 1 but for the partialling-out of the other features (the residualised column is
+    /// small, not zero, elsewhere), its effective number 1, and the warning names the
+    /// coefficient and the annotator; the other coefficients stay unflagged.
+    #[test]
+    fn one_annotator_alone_in_a_feature_carries_it_and_is_named() {
+        let data = design(15, 40, 3, true, 5);
+        let lev = leverage(&data, &fitted(&data)).unwrap();
+        assert_eq!(lev.top[2], 0);
+        assert!(lev.partial_of(0, 2) > 0.995, "{}", lev.partial_of(0, 2));
+        assert!(
+            (lev.effective[2] - 1.0).abs() < 0.01,
+            "{}",
+            lev.effective[2]
+        );
+        assert_eq!(lev.flagged(), vec![2]);
+        let w = lev.warning.expect("a lonely feature warns");
+        assert!(
+            w.contains("theta_2") && w.contains("annotator 3 carries 100%"),
+            "{w}"
+        );
+        assert!(!w.contains("theta_0") && !w.contains("theta_1"), "{w}");
+    }
+
+    /// The annotator design's expert flag held by one annotator of 12 (issue 31's case): that
+    /// annotator dominates gamma_0's information and the warning says so; a dominant annotator
+    /// (half the rows) has leverage well above p / G.
+    #[test]
+    fn a_lone_expert_and_a_dominant_annotator_are_flagged() {
+        let data = crate::sim::annotator_effects(12, 60, 0.0, 7);
+        let experts: Vec<i64> = {
+            let ids = data.cluster().unwrap();
+            let mut e: Vec<i64> = (0..data.n())
+                .filter(|&i| data.psi_row(i)[0] == 1.0)
+                .map(|i| ids[i])
+                .collect();
+            e.dedup();
+            e
+        };
+        // Keep one expert: every other expert's flag is cleared.
+        let keep = experts[0];
+        let ids = data.cluster().unwrap().to_vec();
+        let mut psi = data.psi().to_vec();
+        for i in 0..data.n() {
+            if ids[i] != keep {
+                psi[2 * i] = 0.0;
+            }
+        }
+        let data = Dataset::new(
+            6,
+            2,
+            data.z().to_vec(),
+            vec![1.0; data.n()],
+            psi,
+            data.y().to_vec(),
+            Some(ids),
+        )
+        .unwrap();
+        let lev = leverage(&data, &fitted(&data)).unwrap();
+        let j = 6; // gamma_0
+        assert_eq!(lev.ids[lev.top[j]], keep);
+        assert!(
+            lev.partial_of(lev.top[j], j) > 0.5,
+            "{}",
+            lev.partial_of(lev.top[j], j)
+        );
+        assert!(lev.flagged().contains(&j));
+        assert!(lev.warning.unwrap().contains("gamma_0"));
+
+        // One annotator with 600 rows among 11 with 20.
+        let big = design(1, 600, 3, false, 11);
+        let small = design(11, 20, 3, false, 12);
+        let mut z = big.z().to_vec();
+        z.extend_from_slice(small.z());
+        let mut y = big.y().to_vec();
+        y.extend_from_slice(small.y());
+        let mut cluster = vec![0i64; 600];
+        cluster.extend(small.cluster().unwrap().iter().map(|c| c + 1));
+        let n = y.len();
+        let data = Dataset::new(3, 0, z, vec![1.0; n], vec![], y, Some(cluster)).unwrap();
+        let lev = leverage(&data, &fitted(&data)).unwrap();
+        assert!(lev.leverage[0] > 2.0, "{}", lev.leverage[0]); // p / G = 0.25
+        for j in 0..3 {
+            assert_eq!(lev.top[j], 0);
+            assert!(lev.partial_of(0, j) > 0.5);
+            assert!(lev.effective[j] < 4.0);
+        }
+        assert_eq!(lev.flagged(), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn refuses_data_without_enough_clusters() {
+        let data = crate::testing::without_clusters(&design(5, 20, 2, false, 1));
+        let params = Params {
+            theta: vec![0.0, 0.0],
+            gamma: vec![],
+        };
+        assert!(leverage(&data, &params).is_err());
+    }
+}
