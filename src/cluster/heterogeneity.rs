@@ -183,7 +183,7 @@ pub(super) fn coefficient_name(d1: usize, c: usize) -> String {
 
 /// `H^-1 s_g` for every cluster `g` (columns, clusters in increasing id order; `H` the
 /// observed Hessian summed over all rows, `s_g` cluster `g`'s summed NLL gradient), the
-/// deviations of the sandwich draws ([`super::draws::sandwich`]) from the estimate, given
+/// deviations of the sandwich draws `b + H^-1 s_g` from the estimate, given
 /// `theta_factor`, the lower Cholesky factor `L` of `Cov(theta_hat)` from the expected
 /// information `I` at `params` (`L L^T = S_I^-1 / n`, `S_I = A - B D^-1 B^T` the Schur
 /// complement of `I = [[A, B], [B^T, D]]`), without `A`.
@@ -197,7 +197,7 @@ pub(super) fn coefficient_name(d1: usize, c: usize) -> String {
 /// [`cluster_score_sums`] and two `d1 x d1` by `d1 x G` products.
 ///
 /// Errors: [`Error::SingularInformation`] when `D` or `S_H` is not positive definite (`H` is
-/// not: the condition of [`super::draws::sandwich`]'s inverse).
+/// not: the sandwich needs its inverse).
 fn sandwich_draws(
     data: &Dataset,
     params: &Params,
