@@ -132,7 +132,7 @@ pub mod internals {
     }
     /// The cluster jackknives' draws.
     pub mod cluster {
-        pub use crate::cluster::draws::{jackknife, one_step_jackknife};
+        pub use crate::cluster::draws::{jackknife, one_step_deltas, one_step_jackknife};
         pub use crate::cluster::Clusters;
         pub use crate::resample::Draws;
     }

@@ -11,12 +11,14 @@
 //! * CR1 — the heterogeneity diagnostic's cluster-robust variance, `G/(G-1) (n-1)/(n-p)` CR0 —
 //!   is `vcovCL(type = "HC1")` (whose `cadjust` is `G/(G-1)`) and `vcovCR(type = "CR1S")`
 //!   (clubSandwich's `CR1` is `G/(G-1)` alone);
-//! * the one-step jackknife's draws `b_(g) = b + (H - H_g)^-1 s_g` give
-//!   `sum_g (b_(g) - b)(b_(g) - b)^T = vcovCR(type = "CR3")`: clubSandwich's CR3 for a GLM is
+//! * the one-step jackknife's steps `delta_g = b_(g) - b = (H - H_g)^-1 s_g` (in `f64`) give
+//!   `sum_g delta_g delta_g^T = vcovCR(type = "CR3")`: clubSandwich's CR3 for a GLM is
 //!   `M X_g^T W_g (I - X_g M X_g^T W_g)^-1 e_g` per cluster (`M = (X^T W X)^-1`, `e_g` the
 //!   working residuals), which is `(H - H_g)^-1 s_g` by the push-through identity. It is
 //!   neither centred nor scaled: the jackknife variance the intervals use,
-//!   `(G-1)/G sum_g (b_(g) - b_bar)^2`, is `(G-1)/G (CR3 - G (b_bar - b)^2)`.
+//!   `(G-1)/G sum_g (b_(g) - b_bar)^2`, is `(G-1)/G (CR3 - G (b_bar - b)^2)`, checked on the
+//!   model's coefficient SEs to the precision of the `f32` draws a model stores
+//!   ([`REFIT_RELATIVE`]);
 //! * the exact jackknife (leave-one-annotator-out refits) with that variance is, to the
 //!   refits' tolerance ([`REFIT_RELATIVE`]), MacKinnon, Nielsen & Webb's CV3 from R's own `glm`
 //!   refits (`sandwich` 3.0.2, Debian bookworm's, has
@@ -26,13 +28,13 @@
 //! R is part of the test command (scripts/ci.d/00-system-packages.sh installs `r-base-core`,
 //! `r-cran-sandwich`, `r-cran-clubsandwich`): without `Rscript` or a package this test fails.
 
+use hetreward::calibrate::{IntervalMethod, IntervalOptions};
 use hetreward::cluster::heterogeneity;
 use hetreward::covariance::CovarianceKind;
 use hetreward::data::Dataset;
+use hetreward::estimator::EstimatorOptions;
 use hetreward::fit::{fit, FitControl, FitOptions};
-use hetreward::internals::cluster::{
-    interval, jackknife, one_step_jackknife, Center, ClusterDraws, Clusters, Df, Spread,
-};
+use hetreward::internals::cluster::{jackknife, one_step_deltas, Clusters};
 use hetreward::internals::covariance::covariance_factors;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -161,19 +163,18 @@ fn assert_close_to(what: &str, a: &[f64], b: &[f64], relative: f64) {
     }
 }
 
-/// `c sum_g (v_g - center)(v_g - center)^T` of the draws, row-major, with `center` the
-/// estimate `b` or (`None`) the draws' mean.
-fn outer(d: &ClusterDraws, b: Option<&[f64]>, c: f64) -> Vec<f64> {
-    let p = d.p;
-    let k = d.values.len() / p;
+/// `c sum_g (v_g - center)(v_g - center)^T` of the vectors `v` (each of length `p`),
+/// row-major, with `center` the estimate `b` or (`None`) their mean.
+fn outer(v: &[Vec<f64>], b: Option<&[f64]>, c: f64) -> Vec<f64> {
+    let p = v[0].len();
     let mean: Vec<f64> = match b {
         Some(b) => b.to_vec(),
         None => (0..p)
-            .map(|j| d.values.iter().skip(j).step_by(p).sum::<f64>() / k as f64)
+            .map(|j| v.iter().map(|row| row[j]).sum::<f64>() / v.len() as f64)
             .collect(),
     };
     let mut out = vec![0.0; p * p];
-    for row in d.values.chunks_exact(p) {
+    for row in v {
         for a in 0..p {
             for bb in 0..p {
                 out[a * p + bb] += c * (row[a] - mean[a]) * (row[bb] - mean[bb]);
@@ -183,21 +184,21 @@ fn outer(d: &ClusterDraws, b: Option<&[f64]>, c: f64) -> Vec<f64> {
     out
 }
 
-/// The variance of coefficient `j` the cluster intervals use (`interval`'s `se^2`) from the
-/// draws `d` with `spread`.
-fn interval_variance(d: &ClusterDraws, b: &[f64], j: usize, spread: Spread) -> f64 {
-    let mut a = vec![0.0; d.p];
-    a[j] = 1.0;
-    let se = interval(
-        b[j],
-        &d.projections(&a),
-        spread,
-        Center::Estimate,
-        Df::Fixed(1.0),
-        0.05,
-    )
-    .se;
-    se * se
+/// The squared SEs of the coefficients of the model the estimator builds on `data` with the
+/// interval method `method`: the variance its intervals use (from the draws as a model stores
+/// them, in `f32`).
+fn interval_variances(data: &Dataset, fit: &FitOptions, method: IntervalMethod) -> Vec<f64> {
+    let model = EstimatorOptions {
+        fit: fit.clone(),
+        intervals: IntervalOptions { method, reps: None },
+        ..EstimatorOptions::default()
+    }
+    .check()
+    .unwrap()
+    .estimate(data, &FitControl::default())
+    .unwrap();
+    let table = model.coefficients(0.05).unwrap();
+    table.rows().iter().map(|c| c.se * c.se).collect()
 }
 
 #[test]
@@ -238,43 +239,49 @@ fn cluster_variances_equal_rs_sandwich_and_clubsandwich() {
             &diag("cr_cr1s"),
         );
 
-        // CR3: the one-step jackknife's draws, uncentred and unscaled.
+        // CR3: the one-step jackknife's steps delta_g = b_(g) - b, uncentred and unscaled.
         let clusters = Clusters::of(&data).unwrap();
         let g = clusters_len(&data) as f64;
-        let one = one_step_jackknife(&data, &params, &clusters)
+        let deltas: Vec<Vec<f64>> = one_step_deltas(&data, &params, &clusters)
             .unwrap()
-            .expect("every leave-one-out Hessian is positive definite");
+            .expect("every leave-one-out Hessian is positive definite")
+            .iter()
+            .map(|d| d.iter().copied().collect())
+            .collect();
+        let cr3 = outer(&deltas, Some(&vec![0.0; p]), 1.0);
         assert_close(
             &format!("{name}: one-step CR3 vs vcovCR CR3"),
-            &outer(&one, Some(&b), 1.0),
+            &cr3,
             &r["cr_cr3"],
         );
-        // ... and the intervals' jackknife variance is (G-1)/G (CR3 - G (b_bar - b)^2).
-        for j in 0..p {
-            let mean = one.values.iter().skip(j).step_by(p).sum::<f64>() / g;
-            let want = (g - 1.0) / g * (r["cr_cr3"][j * p + j] - g * (mean - b[j]).powi(2));
-            let got = interval_variance(&one, &b, j, Spread::Jackknife);
-            assert!(
-                (got - want).abs() <= RELATIVE * want,
-                "{name} {j}: {got} {want}"
-            );
-        }
+        // ... and the one-step intervals' variance is (G-1)/G (CR3 - G (b_bar - b)^2), to the
+        // precision of the draws a model stores (f32).
+        let want: Vec<f64> = (0..p)
+            .map(|j| {
+                let mean = deltas.iter().map(|d| d[j]).sum::<f64>() / g;
+                (g - 1.0) / g * (r["cr_cr3"][j * p + j] - g * mean * mean)
+            })
+            .collect();
+        assert_close_to(
+            &format!("{name}: the one-step intervals' variance vs CR3"),
+            &interval_variances(&data, &options, IntervalMethod::ClusterOneStep),
+            &want,
+            REFIT_RELATIVE,
+        );
 
         // The exact jackknife (refits): CV3 of R's glm refits.
         let exact = jackknife(&data, &params, &clusters, &options, None).unwrap();
-        assert_eq!(exact.diverged, 0);
+        assert_eq!(exact.diverged(), 0);
+        let rows: Vec<Vec<f64>> = (0..exact.len()).map(|k| exact.row(k)).collect();
         assert_close_to(
             &format!("{name}: exact jackknife vs glm refits"),
-            &outer(&exact, None, (g - 1.0) / g),
+            &outer(&rows, None, (g - 1.0) / g),
             &r["loo_jack"],
             REFIT_RELATIVE,
         );
-        let jack: Vec<f64> = (0..p)
-            .map(|j| interval_variance(&exact, &b, j, Spread::Jackknife))
-            .collect();
         assert_close_to(
             &format!("{name}: the intervals' jackknife variance vs glm refits"),
-            &jack,
+            &interval_variances(&data, &options, IntervalMethod::ClusterJackknife),
             &diag("loo_jack"),
             REFIT_RELATIVE,
         );

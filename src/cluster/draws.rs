@@ -45,18 +45,19 @@ fn shifted(params: &Params, deltas: Vec<DVector<f64>>) -> Draws {
     out
 }
 
-/// `b_(g) = b + (H - H_g)^-1 s_g` for every cluster `g`: one Newton step of the fit without
-/// cluster `g` from the full estimate `params` (whose gradient there is `-s_g`). The
-/// leverage-corrected sandwich (CR3) of a GLM; `O(n p^2 + G p^3)`, no refits.
+/// `delta_g = (H - H_g)^-1 s_g` for every cluster `g`, in `f64`: one Newton step of the fit
+/// without cluster `g` from the full estimate `params` (whose gradient there is `-s_g`).
+/// `sum_g delta_g delta_g^T` is the leverage-corrected sandwich (CR3) of a GLM;
+/// `O(n p^2 + G p^3)`, no refits.
 ///
 /// `Ok(Err(obstacle))` when the Hessian without some cluster is not positive definite: the
 /// first such cluster (in id order, whatever the thread count) and the coefficient at its
 /// failing pivot (`Obstacle::Pivot`).
-pub fn one_step_jackknife(
+pub fn one_step_deltas(
     data: &Dataset,
     params: &Params,
     clusters: &Clusters,
-) -> Result<std::result::Result<Draws, Obstacle>> {
+) -> Result<std::result::Result<Vec<DVector<f64>>, Obstacle>> {
     let h = observed_hessian(data, params) * data.n() as f64;
     let sums = cluster_sums(data, params, clusters);
     let deltas: Vec<std::result::Result<DVector<f64>, Obstacle>> = sums
@@ -73,8 +74,17 @@ pub fn one_step_jackknife(
             }
         })
         .collect();
-    let deltas: std::result::Result<Vec<_>, Obstacle> = deltas.into_iter().collect();
-    Ok(deltas.map(|d| shifted(params, d)))
+    Ok(deltas.into_iter().collect())
+}
+
+/// The one-step jackknife's draws `b_(g) = b + delta_g` ([`one_step_deltas`]), stored as a
+/// model stores draws (`f32`).
+pub fn one_step_jackknife(
+    data: &Dataset,
+    params: &Params,
+    clusters: &Clusters,
+) -> Result<std::result::Result<Draws, Obstacle>> {
+    Ok(one_step_deltas(data, params, clusters)?.map(|d| shifted(params, d)))
 }
 
 /// Why the one-step jackknife cannot run on the estimate `params` of `data` — the first
