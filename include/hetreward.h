@@ -1277,7 +1277,7 @@ void hetreward_fitter_free(struct hetreward_fitter *fitter);
  *
  * Returns HETREWARD_NULL_POINTER, HETREWARD_DIMENSION_MISMATCH (the dataset's d1 or d2
  * differs from the model's; `len` is not d1 + d2), HETREWARD_INVALID_ARGUMENT (`cluster`: the
- * dataset has no cluster ids or fewer than 2 clusters), HETREWARD_SINGULAR_INFORMATION.
+ * dataset has no cluster ids or fewer than 3 clusters), HETREWARD_SINGULAR_INFORMATION.
  * Nothing is written on failure. Thread-safe (runs on the library's global thread pool).
  */
 hetreward_status hetreward_model_heterogeneity(const struct hetreward_model *model,
