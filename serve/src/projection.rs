@@ -24,7 +24,24 @@ pub struct Projection {
 
 impl Projection {
     /// Reads a projection file. Errors name the path and what is wrong.
+    ///
+    /// Only a regular file is read: a FIFO or a device named like one would block start-up
+    /// or reload in `open`, so it is refused naming what it is.
     pub fn load(path: &Path) -> Result<Projection, String> {
+        let kind = std::fs::metadata(path)
+            .map_err(|e| format!("{}: cannot read the projection file: {e}", path.display()))?
+            .file_type();
+        if !kind.is_file() {
+            return Err(format!(
+                "{}: the projection file is {}, not a regular file",
+                path.display(),
+                if kind.is_dir() {
+                    "a folder"
+                } else {
+                    "a FIFO, socket or device"
+                }
+            ));
+        }
         let bytes = std::fs::read(path)
             .map_err(|e| format!("{}: cannot read the projection file: {e}", path.display()))?;
         Projection::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))

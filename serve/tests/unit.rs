@@ -72,6 +72,34 @@ fn projection_bytes(meta: &[(&str, &str)], mean: &[usize], comps: &[usize]) -> V
     safetensors::tensor::serialize(tensors, &Some(meta)).unwrap()
 }
 
+/// A FIFO named like a projection file is refused at once (reading it would block start-up
+/// in `open` until a writer came); a folder is refused as a folder.
+#[test]
+fn projection_refuses_a_fifo_and_a_folder_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("projection.safetensors");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo failed");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || tx.send(Projection::load(&path).err()).unwrap());
+    let err = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("Projection::load blocked on a FIFO")
+        .expect("a FIFO was accepted");
+    assert!(
+        err.contains("FIFO") && err.contains("not a regular file"),
+        "{err}"
+    );
+    let err = Projection::load(dir.path())
+        .err()
+        .expect("a folder was accepted");
+    assert!(err.contains("a folder"), "{err}");
+}
+
 #[test]
 fn projection_rejects_what_the_format_forbids() {
     let good = [("format", FORMAT), ("text", "{question} {answer}")];
