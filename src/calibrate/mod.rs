@@ -22,7 +22,8 @@
 //! A [`Calibration`] holds the refits' draws of theta and gamma in `f32` (`B x d1` and
 //! `B x d2`): scoring an answer costs `O(B d1)` ([`Calibration::theta_projections`]) and any
 //! linear functional (a reward, a difference of rewards, a coefficient, a rationality) gets
-//! its interval from the same draws (by the one interval rule, `src/interval.rs`), so differences are exact.
+//! its interval from the same draws (by the one interval rule, `src/interval.rs`), so
+//! differences are exact.
 //! Everything is deterministic for a seed whatever the thread count: draw `b` has its own
 //! random stream and the draws are collected in order.
 
@@ -103,9 +104,9 @@ pub(crate) const SMALL_SAMPLE_PER_PARAMETER: f64 = 1000.0;
 /// The diagnostics warn when more than this share of the bootstrap refits diverged (converged
 /// from neither the warm start nor the estimator's own starts): such fits sit near the
 /// `|gamma| -> infinity` valley, where the percentile bootstrap can under-cover. In the paper's
-/// design (1,000 datasets per n, `tests/calibrated_coverage.rs` seeds, docs/intervals.md) rewards cover
-/// 0.664 on the 6% of n = 600 datasets above this share (0.954 on the others); at n = 200 the
-/// 31% above it cover 0.950 (0.970 on the others).
+/// design (1,000 datasets per n, `tests/calibrated_coverage.rs` seeds, docs/intervals.md)
+/// rewards cover 0.664 on the 6% of n = 600 datasets above this share (0.954 on the others);
+/// at n = 200 the 31% above it cover 0.950 (0.970 on the others).
 pub(crate) const DIVERGED_SHARE_WARNING: f64 = 0.05;
 
 /// The interval method asked for at fit time, with its settings.
@@ -938,9 +939,10 @@ const ONE_STEP_REMEDY: &str =
 
 /// The draws of a cluster method (`method`, resolved from `requested`), and whether the
 /// method that made them is the one-step jackknife. First the detector
-/// ([`crate::cluster::identified::carried_by_one`]): a coefficient whose covariate only one annotator's rows carry has no leave-one-out estimate,
-/// and every cluster method refuses, naming it and the annotator — the exact jackknife's
-/// fallback would otherwise report an interval narrower than the data support (issue 31).
+/// ([`crate::cluster::identified::carried_by_one`]): a coefficient whose covariate only one
+/// annotator's rows carry has no leave-one-out estimate, and every cluster method refuses,
+/// naming it and the annotator — the exact jackknife's fallback would otherwise report an
+/// interval narrower than the data support.
 /// Then the one-step jackknife; when the Hessian without some annotator is not positive
 /// definite, an explicit `cluster-onestep` refuses naming the coefficient and the annotator,
 /// and `auto` falls back to the exact refits (`cluster-jackknife`, stored with `requested =
