@@ -570,6 +570,33 @@ mod tests {
         }
     }
 
+    /// pBoN's pruned search ([`select_best`]) on the candidates `narrow` (`f32`) and on their
+    /// `f64` copy `wide`, checked against the unpruned [`select`]: the same index, and the
+    /// chosen candidate's figures to the bit. Returns the pruned search and the chosen
+    /// candidate.
+    fn pruned_pbon_matches_select(
+        model: &RewardModel,
+        narrow: &[f32],
+        wide: &[f64],
+        penalties: Option<&[f64]>,
+        alpha: f64,
+        what: &str,
+    ) -> (Best, Candidate) {
+        let bits = |c: &Candidate| {
+            let i = c.interval;
+            [i.reward, i.se, i.lower, i.upper, c.penalty, c.score].map(f64::to_bits)
+        };
+        let all = select(model, narrow, penalties, alpha, Policy::Pbon).unwrap();
+        let best = select_best(model, narrow, penalties, alpha, Policy::Pbon).unwrap();
+        assert_eq!(best.index, all.index, "{what}");
+        let chosen = all.candidates[all.index];
+        assert_eq!(bits(&best.candidate), bits(&chosen), "{what}");
+        let f64s = select_best(model, wide, penalties, alpha, Policy::Pbon).unwrap();
+        assert_eq!(f64s.index, best.index, "{what}");
+        assert_eq!(bits(&f64s.candidate), bits(&chosen), "{what}");
+        (best, chosen)
+    }
+
     #[test]
     fn select_best_chooses_what_select_chooses_under_every_interval_method() {
         for (method, trials) in [
@@ -698,10 +725,6 @@ mod tests {
     /// score ties), `f32` and `f64` features; and it computes far fewer than N SEs.
     #[test]
     fn close_candidates_choose_what_select_chooses() {
-        let bits = |c: &Candidate| {
-            let i = c.interval;
-            [i.reward, i.se, i.lower, i.upper, c.penalty, c.score].map(f64::to_bits)
-        };
         let (mut cases, mut computed, mut offered) = (0, 0, 0);
         for (d1, seed) in [(8, 5u64), (64, 6), (200, 7)] {
             // Rewards and SEs of one order, as a fitted model's.
@@ -738,17 +761,10 @@ mod tests {
                 let same = vec![0.25; n_cand];
                 for alpha in [0.05, 0.5, 1e-4] {
                     for penalties in [None, Some(&pen[..]), Some(&cancel[..]), Some(&same[..])] {
-                        let all = select(&model, &narrow, penalties, alpha, Policy::Pbon).unwrap();
-                        let best =
-                            select_best(&model, &narrow, penalties, alpha, Policy::Pbon).unwrap();
                         let what = format!("d1 {d1} trial {trial} alpha {alpha} {penalties:?}");
-                        assert_eq!(best.index, all.index, "{what}");
-                        let chosen = all.candidates[all.index];
-                        assert_eq!(bits(&best.candidate), bits(&chosen), "{what}");
-                        let f64s =
-                            select_best(&model, &wide, penalties, alpha, Policy::Pbon).unwrap();
-                        assert_eq!(f64s.index, best.index, "{what}");
-                        assert_eq!(bits(&f64s.candidate), bits(&chosen), "{what}");
+                        let (best, _) = pruned_pbon_matches_select(
+                            &model, &narrow, &wide, penalties, alpha, &what,
+                        );
                         cases += 1;
                         computed += best.se_computed;
                         offered += n_cand;
@@ -824,10 +840,6 @@ mod tests {
     /// more than half the draws (every candidate computed).
     #[test]
     fn percentile_pruning_keeps_the_choice_and_its_bits() {
-        let bits = |c: &Candidate| {
-            let i = c.interval;
-            [i.reward, i.se, i.lower, i.upper, c.penalty, c.score].map(f64::to_bits)
-        };
         let (mut pruned, mut above, mut cases) = (0, 0, 0);
         for (m, (d1, reps)) in [(16, 400), (7, 24), (40, 100), (3, 57)]
             .into_iter()
@@ -859,18 +871,10 @@ mod tests {
                     let cancel: Vec<f64> = wide.chunks_exact(d1).map(|p| model.reward(p)).collect();
                     for alpha in [0.05, 0.2, 1e-3, 0.5] {
                         for penalties in [None, Some(&pen[..]), Some(&cancel[..])] {
-                            let all =
-                                select(&model, &narrow, penalties, alpha, Policy::Pbon).unwrap();
-                            let best = select_best(&model, &narrow, penalties, alpha, Policy::Pbon)
-                                .unwrap();
                             let what = format!("B {reps} d1 {d1} trial {trial} alpha {alpha}");
-                            assert_eq!(best.index, all.index, "{what}");
-                            let chosen = all.candidates[all.index];
-                            assert_eq!(bits(&best.candidate), bits(&chosen), "{what}");
-                            let f64s =
-                                select_best(&model, &wide, penalties, alpha, Policy::Pbon).unwrap();
-                            assert_eq!(f64s.index, best.index, "{what}");
-                            assert_eq!(bits(&f64s.candidate), bits(&chosen), "{what}");
+                            let (best, chosen) = pruned_pbon_matches_select(
+                                &model, &narrow, &wide, penalties, alpha, &what,
+                            );
                             cases += 1;
                             pruned += (best.se_computed < n_cand) as usize;
                             above += (chosen.interval.lower > chosen.interval.reward) as usize;
