@@ -94,9 +94,9 @@ fn projection_refuses_a_fifo_and_a_folder_without_blocking() {
         err.contains("FIFO") && err.contains("not a regular file"),
         "{err}"
     );
-    let err = Projection::load(dir.path())
-        .err()
-        .expect("a folder was accepted");
+    let Err(err) = Projection::load(dir.path()) else {
+        panic!("a folder was accepted");
+    };
     assert!(err.contains("a folder"), "{err}");
 }
 
