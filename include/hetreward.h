@@ -1140,7 +1140,8 @@ hetreward_status hetreward_dataset_from_pairs_f32(size_t n,
  * read), HETREWARD_BAD_FORMAT (unknown extension, missing column or tensor, bad shape or
  * value), HETREWARD_INVALID_ARGUMENT (empty path).
  */
-hetreward_status hetreward_dataset_load(const char *path, struct hetreward_dataset **out_dataset);
+hetreward_status hetreward_dataset_load(const char *path,
+                                        struct hetreward_dataset **out_dataset);
 
 /**
  * hetreward_dataset_new() for one shard of a distributed fit (hetreward_fit_distributed()):
