@@ -3,7 +3,7 @@
 //! "Leverage, influence, and the jackknife in clustered regression models").
 //!
 //! With `I = sum_i w_i g_i g_i^T` the expected (Fisher) information summed over the rows
-//! (`g_i` the derivative of the utility, `w_i = mu (1 - mu)`, [`crate::likelihood`]) and
+//! (`g_i` the derivative of the utility, `w_i = mu (1 - mu)`, `src/likelihood.rs`) and
 //! `I_g` the same sum over the rows of annotator `g`:
 //!
 //! * **leverage** `L_g = tr(I_g I^-1)`: in a linear model (`w_i = 1`, `g_i = x_i`) this is
