@@ -56,7 +56,9 @@ native_libs=$(rustc --crate-type staticlib --crate-name empty --print native-sta
               | sed -n 's/.*native-static-libs: //p')
 [ -n "$native_libs" ] || { echo "could not get rustc's native-static-libs" >&2; exit 1; }
 
-build_dir="$target_dir/cmake-package"
+# The CMake build directory is temporary: CMake ties a build directory to one source directory,
+# and cargo's target directory may be shared by several clones (scripts/lib/cargo-cache.sh).
+build_dir="$probe/cmake-package"
 cmake -S cmake -B "$build_dir" -DCMAKE_INSTALL_PREFIX="$prefix" \
       -DHETREWARD_LIB_DIR="$lib_dir" -DHETREWARD_NATIVE_STATIC_LIBS="$native_libs" >/dev/null
 cmake --install "$build_dir" >/dev/null
