@@ -377,6 +377,27 @@ pub fn expected_information(data: &Dataset, params: &Params) -> DMatrix<f64> {
     ))
 }
 
+/// The rows `sqrt(w_i) g_i` of the expected information for the rows `rows` of `data`
+/// (`rows.len() x (d1+d2)`): [`expected_information`] is `(1/n)` times the sum of their outer
+/// products over every row. For products of a few rows with a `p x p` matrix (the
+/// annotators' leverage) without forming a matrix per annotator.
+pub(crate) fn information_rows(data: &Dataset, params: &Params, rows: &[usize]) -> DMatrix<f64> {
+    let d1 = data.d1();
+    let mut out = DMatrix::zeros(rows.len(), data.n_params());
+    let mut g = vec![0.0; data.n_params()];
+    with_features!(data, |z| {
+        for (r, &i) in rows.iter().enumerate() {
+            let zi = row(z, d1, i);
+            let st = row_terms_without_loss(data, zi, params, i);
+            fill_g(data, zi, i, &st, st.weight.sqrt(), &mut g);
+            for (j, &v) in g.iter().enumerate() {
+                out[(r, j)] = v;
+            }
+        }
+    });
+    out
+}
+
 /// The theta block of the expected information at `theta = 0, gamma = 0`,
 /// `(1/n) sum (psi0_i^2 / 4) z_i z_i^T` — a property of the data alone — computed in single
 /// precision (~1e-5 relative accuracy): the base of Newton-CG's preconditioner.

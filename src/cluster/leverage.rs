@@ -38,11 +38,9 @@ use super::clusters::Clusters;
 use super::heterogeneity::coefficient_name;
 use crate::data::Dataset;
 use crate::error::Result;
-use crate::likelihood::expected_information;
+use crate::likelihood::{expected_information, information_rows};
 use crate::linalg::{matmul, spd_inverse};
 use crate::model::Params;
-use nalgebra::DMatrix;
-use rayon::prelude::*;
 
 /// A coefficient whose effective number of annotators is below this is named in the
 /// warning: with fewer than about 10 effective clusters cluster-robust variances are noisy
@@ -104,9 +102,19 @@ impl Leverage {
     }
 }
 
+/// Rows multiplied by the inverse information at a time (the annotators' rows one after
+/// another, a block spanning several small annotators): memory `O(p^2 + ROW_BLOCK p)`
+/// whatever the annotators' number and sizes, and the inverse is streamed once per block,
+/// not once per annotator.
+const ROW_BLOCK: usize = 1024;
+
 /// The [`Leverage`] diagnostics of the fit `params` of `data` (which must have cluster ids).
-/// One pass over each annotator's rows for its information `I_g` (`n p^2` flops in all, the
-/// cost of one information matrix; `I` is their sum), then `O(G p^3)`.
+/// One information matrix `I` (one Gram product, `n p^2 / 2` multiply-adds) and its inverse
+/// (`p^3`), then every row's `r_i = sqrt(w_i) I^-1 g_i` (`n p^2` multiply-adds, blocks of
+/// [`ROW_BLOCK`] rows taken annotator by annotator): `L_g = sum_{i in g} sqrt(w_i) g_i . r_i`
+/// and `(I^-1 I_g I^-1)_jj = sum_{i in g} r_ij^2`. No `p x p` matrix per annotator is formed
+/// (with a thousand annotators and `p` in the thousands those would not fit in memory). The
+/// sums run in a fixed order: results do not depend on the thread count.
 ///
 /// Errors: [`crate::Error::InvalidArgument`] (`cluster`) without cluster ids or with fewer
 /// than [`super::MIN_CLUSTERS`]; [`crate::Error::SingularInformation`] when the information
@@ -114,27 +122,30 @@ impl Leverage {
 pub fn leverage(data: &Dataset, params: &Params) -> Result<Leverage> {
     let clusters = Clusters::of(data)?;
     let p = data.n_params();
-    let blocks: Vec<DMatrix<f64>> = (0..clusters.len())
-        .into_par_iter()
-        .map(|g| {
-            let sub = data.select_rows(clusters.rows(g));
-            expected_information(&sub, params) * sub.n() as f64
-        })
-        .collect();
-    let total = blocks.iter().fold(DMatrix::zeros(p, p), |acc, b| acc + b);
+    let total = expected_information(data, params) * data.n() as f64;
     let inv = spd_inverse(&total, "the expected information")?;
-    let per_cluster: Vec<(f64, Vec<f64>)> = blocks
-        .par_iter()
-        .map(|ig| {
-            // A = I_g I^-1: L_g = tr(A); (I^-1 I_g I^-1)_jj = (I^-1 A)_jj = sum_k inv_jk A_kj.
-            let a = matmul(ig, &inv);
-            let lev = a.trace();
-            let share = (0..p)
-                .map(|j| {
-                    let v: f64 = (0..p).map(|k| inv[(j, k)] * a[(k, j)]).sum();
-                    (v / inv[(j, j)]).max(0.0)
-                })
-                .collect();
+    // The rows annotator by annotator, with the rank of each row's annotator.
+    let (order, owner): (Vec<usize>, Vec<usize>) = (0..clusters.len())
+        .flat_map(|g| clusters.rows(g).iter().map(move |&i| (i, g)))
+        .unzip();
+    let mut lev_of = vec![0.0; clusters.len()];
+    let mut variance = vec![0.0; clusters.len() * p];
+    for (rows, owners) in order.chunks(ROW_BLOCK).zip(owner.chunks(ROW_BLOCK)) {
+        let x = information_rows(data, params, rows);
+        let r = matmul(&x, &inv);
+        // Column by column (both matrices are column-major).
+        for (j, (rj, xj)) in r.column_iter().zip(x.column_iter()).enumerate() {
+            for ((&g, &rkj), &xkj) in owners.iter().zip(rj.iter()).zip(xj.iter()) {
+                lev_of[g] += rkj * xkj;
+                variance[g * p + j] += rkj * rkj;
+            }
+        }
+    }
+    let per_cluster: Vec<(f64, Vec<f64>)> = lev_of
+        .into_iter()
+        .zip(variance.chunks(p.max(1)))
+        .map(|(lev, v)| {
+            let share = (0..p).map(|j| (v[j] / inv[(j, j)]).max(0.0)).collect();
             (lev, share)
         })
         .collect();
@@ -220,6 +231,7 @@ fn warning(lev: &Leverage, d1: usize) -> Option<String> {
 mod tests {
     use super::*;
     use crate::fit::{fit, FitControl, FitOptions};
+    use nalgebra::DMatrix;
 
     fn fitted(data: &Dataset) -> Params {
         fit(data, &FitOptions::default(), &FitControl::default())
