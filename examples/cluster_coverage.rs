@@ -39,6 +39,10 @@
 //! left out. Seeds are fixed: dataset `r` of design `(G, M, tau)` has seed
 //! `20_000_000 + 1_000_000 * tau10 + 1_000 * G + r`.
 
+#[path = "shared/annotator_targets.rs"]
+mod annotator_targets;
+
+use annotator_targets::{env, functionals, limit, ALPHA, CLASSES};
 use hetreward::calibrate::{IntervalMethod, IntervalOptions};
 use hetreward::covariance::CovarianceKind;
 use hetreward::data::Dataset;
@@ -48,22 +52,13 @@ use hetreward::fit::{fit, FitControl, FitOptions};
 use hetreward::fitted::RewardInterval;
 use hetreward::internals::calibrate::quantile_sorted;
 use hetreward::internals::cluster::{jackknife, one_step_jackknife, Clusters, Draws};
-use hetreward::sim::{annotator_effects, ANNOTATOR_GAMMA, ANNOTATOR_THETA};
+use hetreward::sim::annotator_effects;
 use hetreward::{Params, RewardModel};
 use rand::Rng;
 use rayon::prelude::*;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use std::fmt::Write;
 
-const ALPHA: f64 = 0.05;
-/// Fixed answers whose rewards are covered.
-const ANSWERS: [[f64; 6]; 3] = [
-    [0.5, 0.5, 0.5, 0.5, 0.5, 0.5],
-    [1.0, 0.5, 0.0, -0.5, 0.0, 0.25],
-    [-0.3, 0.8, 0.4, 0.1, -0.6, 0.2],
-];
-/// Quantity classes: theta (6 pooled), gamma expert, gamma continuous, rewards (3 pooled).
-const CLASSES: [&str; 4] = ["theta_j", "gamma_expert", "gamma_cont", "rewards"];
 const ALL_METHODS: [&str; 12] = [
     "wald",
     "bootstrap",
@@ -78,49 +73,6 @@ const ALL_METHODS: [&str; 12] = [
     "pairs-pct",
     "pairs-sd-t",
 ];
-
-fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// The functionals `a` (length 8) with their class.
-fn functionals() -> Vec<(usize, Vec<f64>)> {
-    let mut out = Vec::new();
-    for j in 0..6 {
-        let mut a = vec![0.0; 8];
-        a[j] = 1.0;
-        out.push((0, a));
-    }
-    for k in 0..2 {
-        let mut a = vec![0.0; 8];
-        a[6 + k] = 1.0;
-        out.push((1 + k, a));
-    }
-    for phi in ANSWERS {
-        let mut a = phi.to_vec();
-        a.extend([0.0, 0.0]);
-        out.push((3, a));
-    }
-    out
-}
-
-/// The working model's limit at this tau.
-fn limit(tau: f64) -> Params {
-    if tau == 0.0 {
-        return Params {
-            theta: ANNOTATOR_THETA.to_vec(),
-            gamma: ANNOTATOR_GAMMA.to_vec(),
-        };
-    }
-    let n = env("LIMIT_N", 1_000_000usize);
-    let data = annotator_effects(n, 1, tau, 7_777);
-    fit(&data, &FitOptions::default(), &FitControl::default())
-        .expect("limit fit")
-        .params
-}
 
 /// Where an interval is centred.
 #[derive(Clone, Copy)]

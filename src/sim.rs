@@ -157,24 +157,39 @@ pub const ANNOTATOR_GAMMA: [f64; 2] = [0.5, 0.25];
 /// Share of expert annotators in the annotator design.
 pub(crate) const EXPERT_SHARE: f64 = 0.3;
 
-/// Issue 20's design: `g` annotators judge `m` pairs each; annotator `c` has an expert flag
-/// `e_c ~ Bern(0.3)`, a continuous covariate `x_c ~ N(0,1)` and an unrecorded effect
-/// `u_c ~ N(0, tau^2)`, so that its rationality is
+/// The annotator design: `g` annotators judge `m` pairs each
+/// ([`annotator_effects_sized`] with `m` comparisons per annotator, the same draws); annotator
+/// `c` has an expert flag `e_c ~ Bern(0.3)`, a continuous covariate `x_c ~ N(0,1)` and an
+/// unrecorded effect `u_c ~ N(0, tau^2)`, so that its rationality is
 /// `sigma = 1 + 0.5 e_c + 0.25 x_c + u_c` ([`ANNOTATOR_GAMMA`]); `psi0 = 1`, `psi = (e_c, x_c)`,
 /// `z ~ N(0, I_6)`, `y ~ Bern(mu(sigma ANNOTATOR_THETA . z))`, cluster id `c`. With `tau > 0`
 /// the working model (no `u`) is misspecified: its limit is the fit of a huge sample with
 /// `m = 1`. Deterministic for a seed.
 ///
-/// Panics if `g * m <= 8` (too few samples for the 8 parameters).
+/// Panics where [`annotator_effects_sized`] fails: `g * m <= 8`, or every annotator an expert.
 pub fn annotator_effects(g: usize, m: usize, tau: f64, seed: u64) -> Dataset {
+    annotator_effects_sized(&vec![m; g], tau, seed)
+        .expect("annotator data need n > 8 and both expert and non-expert annotators")
+}
+
+/// The design of [`annotator_effects`] with annotator `c` judging `sizes[c]` pairs: the
+/// annotators are drawn in order, each its flag, covariate and effect, then its comparisons,
+/// so equal sizes `m` give `annotator_effects(sizes.len(), m, ..)`'s data exactly.
+/// Deterministic for a seed.
+///
+/// Errors: those of [`Dataset::new`] — [`crate::error::Error::DimensionMismatch`] when the
+/// sizes sum to 8 or fewer comparisons, [`crate::error::Error::InvalidArgument`] when every
+/// annotator is an expert (the flag's column is `psi0`). Without any expert the flag's column
+/// is zero: the dataset is built, and the fit refuses it.
+pub fn annotator_effects_sized(sizes: &[usize], tau: f64, seed: u64) -> crate::Result<Dataset> {
     let mut rng = rng(seed);
-    let n = g * m;
+    let n = sizes.iter().sum::<usize>();
     let d1 = ANNOTATOR_THETA.len();
     let mut z = Vec::with_capacity(n * d1);
     let mut psi = Vec::with_capacity(2 * n);
     let mut y = Vec::with_capacity(n);
     let mut cluster = Vec::with_capacity(n);
-    for c in 0..g {
+    for (c, &m) in sizes.iter().enumerate() {
         let expert = if rng.random::<f64>() < EXPERT_SHARE {
             1.0
         } else {
@@ -193,5 +208,71 @@ pub fn annotator_effects(g: usize, m: usize, tau: f64, seed: u64) -> Dataset {
         }
     }
     Dataset::new(d1, 2, z, vec![1.0; n], psi, y, Some(cluster))
-        .expect("annotator data need n > 8 and both expert and non-expert annotators")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CRC-32 of a dataset's every value (z, psi0, psi, y as `f64` bits, cluster ids).
+    fn digest(data: &Dataset) -> u32 {
+        let mut h = crc32fast::Hasher::new();
+        for v in data
+            .z()
+            .iter()
+            .chain(data.psi0())
+            .chain(data.psi())
+            .chain(data.y())
+        {
+            h.update(&v.to_bits().to_le_bytes());
+        }
+        for c in data.cluster().unwrap_or(&[]) {
+            h.update(&c.to_le_bytes());
+        }
+        h.finalize()
+    }
+
+    /// `annotator_effects` draws what it drew before it became `annotator_effects_sized` with
+    /// equal sizes: the digests were recorded from the earlier code (its own loop over `g`
+    /// annotators of `m` comparisons), so any change to the random sequence fails here.
+    #[test]
+    fn annotator_effects_datasets_are_unchanged() {
+        for (g, m, tau, seed, recorded) in [
+            (40, 40, 0.6, 6, 0x7075_8b47),
+            (6, 50, 0.6, 9, 0x5356_3fca),
+            (12, 50, 0.0, 5, 0x7d39_4cfd),
+            (25, 20, 0.3, 7, 0x22a0_8fa3),
+            (1_000, 1, 0.6, 7_777, 0x8897_b92d),
+        ] {
+            let data = annotator_effects(g, m, tau, seed);
+            assert_eq!(digest(&data), recorded, "({g}, {m}, {tau}, {seed})");
+        }
+    }
+
+    /// Unequal sizes: annotator `c` has `sizes[c]` rows, in order, with one flag and covariate
+    /// each; a draw with only experts is an error, not a panic.
+    #[test]
+    fn sized_annotators_have_their_sizes() {
+        let sizes = [1, 30, 4, 120, 9, 2];
+        let data = annotator_effects_sized(&sizes, 0.6, 3).unwrap();
+        let ids = data.cluster().unwrap();
+        assert_eq!(data.n(), sizes.iter().sum::<usize>());
+        let mut first = 0;
+        for (c, &m) in sizes.iter().enumerate() {
+            let rows = first..first + m;
+            assert!(rows.clone().all(|i| ids[i] == c as i64));
+            assert!(rows.clone().all(|i| data.psi_row(i) == data.psi_row(first)));
+            first += m;
+        }
+        // Three annotators are all experts with probability 0.027: those draws, and only
+        // those, are errors (every dataset built has a non-expert).
+        let mut refused = 0;
+        for seed in 0..1_000 {
+            match annotator_effects_sized(&[1, 10, 3], 0.0, seed) {
+                Ok(data) => assert!([0, 1, 11].iter().any(|&i| data.psi_row(i)[0] == 0.0)),
+                Err(_) => refused += 1,
+            }
+        }
+        assert!((10..=50).contains(&refused), "{refused} of 1000");
+    }
 }
