@@ -697,3 +697,75 @@ fn stored_draws_are_checked_for_shape() {
     let e = Draws::new((2, 3, 1), vec![0.0; 6], vec![0.0; 2], 3).unwrap_err();
     assert!(e.contains("`diverged` = 3"), "{e}");
 }
+
+/// Coverage of the coefficients that stay bounded when one annotator carries the expert flag:
+/// `annotator_effects(G, 50, tau, seed)` at G = 6, 8, 10, 12 (50 datasets each with exactly
+/// one expert, the first such seeds), `--intervals auto`; gamma[0] must be unbounded, and the
+/// share of the 95% intervals of theta (6 coefficients) and gamma[1] that hold the generator's
+/// values is printed per G and overall, with the share of fits where auto fell back to the
+/// exact refits. A measurement, not a pass/fail bar beyond a sanity floor (run with
+/// `cargo test --release --lib one_expert_coverage -- --ignored --nocapture`;
+/// `HETREWARD_TAU` sets tau, default 0.6).
+#[test]
+#[ignore]
+fn one_expert_coverage() {
+    use crate::calibrate::IntervalMethod;
+    use crate::sim::{ANNOTATOR_GAMMA, ANNOTATOR_THETA};
+    let tau: f64 = std::env::var("HETREWARD_TAU")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.6);
+    let per_g = 50;
+    let (mut theta_hit, mut theta_all, mut gamma_hit, mut gamma_all) = (0, 0, 0, 0);
+    for g in [6usize, 8, 10, 12] {
+        let (mut th, mut ta, mut gh, mut ga, mut fallback) = (0, 0, 0, 0, 0);
+        let mut found = 0;
+        let mut seed = 0u64;
+        while found < per_g {
+            seed += 1;
+            let data = match std::panic::catch_unwind(|| annotator_effects(g, 50, tau, seed)) {
+                Ok(d) => d,
+                Err(_) => continue, // no non-expert or no expert: not a dataset
+            };
+            if experts(&data) != 1 {
+                continue;
+            }
+            let Ok(model) = estimate_with(&data, IntervalMethod::Auto) else {
+                panic!("G {g} seed {seed}: auto failed");
+            };
+            found += 1;
+            let c = model.calibration();
+            assert_eq!(c.unbounded().len(), 1, "G {g} seed {seed}");
+            fallback += usize::from(c.method() == IntervalMethod::ClusterJackknife);
+            let table = model.coefficients(0.05).unwrap();
+            for (j, row) in table.theta().iter().enumerate() {
+                ta += 1;
+                th +=
+                    usize::from(row.lower <= ANNOTATOR_THETA[j] && ANNOTATOR_THETA[j] <= row.upper);
+            }
+            let gamma = table.gamma();
+            assert!(gamma[0].interval().is_unbounded());
+            ga += 1;
+            gh += usize::from(
+                gamma[1].lower <= ANNOTATOR_GAMMA[1] && ANNOTATOR_GAMMA[1] <= gamma[1].upper,
+            );
+        }
+        println!(
+            "G = {g:>2}, tau = {tau}: theta {:.3} ({th}/{ta}), gamma[1] {:.3} ({gh}/{ga}); auto fell back to the exact refits in {fallback}/{per_g}",
+            th as f64 / ta as f64,
+            gh as f64 / ga as f64
+        );
+        theta_hit += th;
+        theta_all += ta;
+        gamma_hit += gh;
+        gamma_all += ga;
+    }
+    let (t, gm) = (
+        theta_hit as f64 / theta_all as f64,
+        gamma_hit as f64 / gamma_all as f64,
+    );
+    println!(
+        "all: theta {t:.3} ({theta_hit}/{theta_all}), gamma[1] {gm:.3} ({gamma_hit}/{gamma_all})"
+    );
+    assert!(t > 0.8 && gm > 0.8, "theta {t}, gamma[1] {gm}");
+}
