@@ -718,14 +718,14 @@ fn cli_bad_input_matrix() {
         &["checksum mismatch"],
     );
     let mut future = model_bytes.clone();
-    future[8] = 3;
+    future[8] = 4;
     let future = w("future.hrm", &future);
     m.case(
         "MODEL",
-        "format version 3",
+        "format version 4",
         &["inspect", &future],
         2,
-        &["version 3 is not supported"],
+        &["version 4 is not supported"],
     );
     m.case(
         "MODEL",
