@@ -491,10 +491,10 @@ fn inspect_rejects_damaged_model_files() {
         &["flip.hrm", "checksum"],
     );
     let mut future = bytes.clone();
-    future[8] = 3;
+    future[8] = 4;
     let fut = f.path("future.hrm");
     std::fs::write(&fut, &future).unwrap();
-    fails(&["inspect", s(&fut)], 2, &["future.hrm", "version 3"]);
+    fails(&["inspect", s(&fut)], 2, &["future.hrm", "version 4"]);
     fails(
         &["inspect", s(&f.path("train.csv"))],
         2,
