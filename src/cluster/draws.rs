@@ -50,7 +50,7 @@ fn shifted(params: &Params, deltas: Vec<DVector<f64>>) -> Draws {
 /// `sum_g delta_g delta_g^T` is the leverage-corrected sandwich (CR3) of a GLM;
 /// `O(n p^2 + G p^3)`, no refits.
 ///
-/// A cluster that carries coefficients alone ([`carried_by_one`]) takes the step with them
+/// A cluster that carries coefficients alone ([`Carried`]) takes the step with them
 /// held: the likelihood without it does not depend on them (their rows and columns of
 /// `H - H_g` are zero), so the step solves `(H - H_g)_FF delta_F = (s_g)_F` on the other
 /// coordinates `F` and `delta_C = 0` (the Newton step of the refit that drops their columns).
@@ -129,10 +129,10 @@ pub fn one_step_obstacle(data: &Dataset, params: &crate::model::Params) -> Optio
 /// `g` warm-started at `params` (the full estimate), solved again by the estimator's own
 /// starts (`estimator`) when it does not converge, as the parametric bootstrap's refits.
 ///
-/// A cluster that carries coefficients alone ([`carried_by_one`]) is refitted with them held
+/// A cluster that carries coefficients alone ([`Carried`]) is refitted with them held
 /// at the estimate: the data without it, with their columns of `z` and `psi` removed, refitted
 /// warm from the estimate's other coordinates, the held ones put back
-/// ([`refit_without_held`]).
+/// (`refit_without_held`).
 ///
 /// Errors: [`crate::Error::Cancelled`].
 pub fn jackknife(

@@ -705,7 +705,7 @@ fn stored_draws_are_checked_for_shape() {
 /// values is printed per G and overall, with the share of fits where auto fell back to the
 /// exact refits. A measurement, not a pass/fail bar beyond a sanity floor (run with
 /// `cargo test --release --lib one_expert_coverage -- --ignored --nocapture`;
-/// `HETREWARD_TAU` sets tau, default 0.6).
+/// `HETREWARD_TAU` sets tau, default 0.6; `HETREWARD_PER_G` the datasets per G, default 50).
 #[test]
 #[ignore]
 fn one_expert_coverage() {
@@ -715,7 +715,10 @@ fn one_expert_coverage() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.6);
-    let per_g = 50;
+    let per_g: usize = std::env::var("HETREWARD_PER_G")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
     let (mut theta_hit, mut theta_all, mut gamma_hit, mut gamma_all) = (0, 0, 0, 0);
     for g in [6usize, 8, 10, 12] {
         let (mut th, mut ta, mut gh, mut ga, mut fallback) = (0, 0, 0, 0, 0);

@@ -48,7 +48,7 @@ use std::path::Path;
 pub(crate) const MAGIC: &[u8; 8] = b"HETRWRD\0";
 /// The newest format version this library writes (it also reads [`OLDEST_VERSION`] onwards):
 /// 3 for a model whose cluster intervals leave coefficients unbounded, 2 for every other
-/// model ([`UNBOUNDED_VERSION`]), so their bytes do not change.
+/// model, so their bytes do not change.
 pub const FORMAT_VERSION: u32 = 3;
 /// The version of a model that lists unbounded coefficients
 /// ([`Calibration::unbounded`]); the others are written as version 2.
