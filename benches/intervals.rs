@@ -169,6 +169,7 @@ fn synthetic_model(d1: usize, method: IntervalMethod, b: usize) -> RewardModel {
             gamma_bias: vec![],
             theta_draws: draws,
             gamma_draws: vec![],
+            unbounded: Vec::new(),
         },
         d1,
         0,

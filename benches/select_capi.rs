@@ -235,6 +235,7 @@ fn main() {
                 theta_draws: theta_draws.clone(),
                 // Every stored coefficient's draws vary (a reader refuses draws all equal).
                 gamma_draws: (0..b * d2).map(|i| 0.01 * ((i / d2) % 2) as f32).collect(),
+                unbounded: Vec::new(),
             },
             d1,
             d2,

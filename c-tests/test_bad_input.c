@@ -1153,10 +1153,10 @@ static void model_file_cases(void) {
     CASE("file", "one bit flipped in the payload", HETREWARD_BAD_FORMAT, "checksum mismatch",
          hetreward_model_load("bad_input_flip.hrm", &out_model));
     memcpy(damaged, buf, len);
-    damaged[8] = 3;
+    damaged[8] = 4;
     write_bytes("bad_input_flip.hrm", damaged, len);
-    CASE("file", "format version 3 (a newer hetreward)", HETREWARD_BAD_FORMAT,
-         "version 3 is not supported" SEP "newer",
+    CASE("file", "format version 4 (a newer hetreward)", HETREWARD_BAD_FORMAT,
+         "version 4 is not supported" SEP "newer",
          hetreward_model_load("bad_input_flip.hrm", &out_model));
     CASE("path", "valid", HETREWARD_OK, "", hetreward_model_load(path, &out_model));
     hetreward_model_free(out_model);

@@ -136,11 +136,44 @@ static void check_bad_params(void) {
     CHECK_ERR(hetreward_model_intervals(NULL, &info), HETREWARD_NULL_POINTER, "model");
 }
 
+/* A reward feature non-zero in one annotator's rows only: the cluster intervals cannot bound
+ * its coefficient (issue 31). The fit succeeds under auto; a reward that uses the feature
+ * has SE +inf and interval (-inf, +inf), one that does not is finite; the same after a round
+ * trip through the model format. */
+static void check_unbounded_coefficient(void) {
+    test_data d = make_data(300, 11);
+    hetreward_fit_params p = hetreward_fit_default_params();
+    hetreward_model *model, *back;
+    hetreward_reward r;
+    float uses[D1] = {1.0f, 0.5f, 0.0f, 0.0f}, ignores[D1] = {0.0f, 0.5f, 0.0f, 0.0f};
+    size_t i, size = 0;
+    uint8_t *buf;
+    for (i = 0; i < d.n; i++)
+        if (d.cluster[i] != 3) d.z[i * D1] = 0.0;
+    p.intervals = HETREWARD_INTERVALS_AUTO;
+    model = fit_with(&d, &p);
+    CHECK_OK(hetreward_model_save_buffer(model, NULL, 0, &size));
+    buf = (uint8_t *)checked_malloc(size);
+    CHECK_OK(hetreward_model_save_buffer(model, buf, size, &size));
+    CHECK(buf[8] == 3); /* format version 3: the model lists its unbounded coefficient */
+    CHECK_OK(hetreward_model_load_buffer(buf, size, &back));
+    CHECK_OK(hetreward_model_score(back, uses, 1, D1, 0.05, &r));
+    CHECK(isinf(r.se) && r.se > 0.0 && isinf(r.lower) && r.lower < 0.0 && isinf(r.upper));
+    CHECK(isfinite(r.reward));
+    CHECK_OK(hetreward_model_score(back, ignores, 1, D1, 0.05, &r));
+    CHECK(isfinite(r.se) && r.se > 0.0 && r.lower < r.reward && r.reward < r.upper);
+    free(buf);
+    hetreward_model_free(back);
+    hetreward_model_free(model);
+    free_data(&d);
+}
+
 int main(void) {
     test_data d = make_data(300, 11);
     check_previous_version_struct(&d);
     check_bootstrap_model(&d);
     check_bad_params();
+    check_unbounded_coefficient();
     free_data(&d);
     printf("test_intervals: ok\n");
     return 0;

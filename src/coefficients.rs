@@ -56,7 +56,8 @@ pub struct Coefficient {
     /// The estimate on the reported scale (de-inflated / bias-corrected by the resized
     /// bootstrap).
     pub estimate: f64,
-    /// Its standard error (Wald) or the refits' SD on the reported scale (bootstrap methods).
+    /// Its standard error (Wald) or the refits' SD on the reported scale (bootstrap methods);
+    /// `+inf` when the interval is unbounded (one annotator carries the coefficient alone).
     pub se: f64,
     /// `estimate / se` (0 when both are 0; +-infinity when only se is 0).
     pub z: f64,
@@ -181,7 +182,11 @@ pub(crate) fn coefficient(
                 c.name()
             )
         },
-        &[c.estimate, c.se, c.lower, c.upper, c.p_value],
+        &[
+            c.interval().checked_figures(unbounded(model, block, index)),
+            vec![c.z, c.p_value],
+        ]
+        .concat(),
     )?;
     Ok(c)
 }
@@ -220,6 +225,7 @@ pub(crate) fn coefficient_unchecked(
         Functional {
             estimate,
             target,
+            unbounded: unbounded(model, block, index),
             wald_se: || se,
             draws: || {
                 draws
@@ -241,6 +247,20 @@ pub(crate) fn coefficient_unchecked(
         lower: ci.lower,
         upper: ci.upper,
     }
+}
+
+/// True when the coefficient's interval is unbounded: one annotator carries it alone
+/// ([`crate::calibrate::Calibration::unbounded`]).
+fn unbounded(model: &RewardModel, block: Block, index: usize) -> bool {
+    let stacked = match block {
+        Block::Theta => index,
+        Block::Gamma => model.d1() + index,
+    };
+    model
+        .calibration()
+        .unbounded()
+        .iter()
+        .any(|c| c.coefficient == stacked)
 }
 
 /// `a / b`, with `0 / 0 = 0` (a coefficient pinned at 0 with no spread is not significant).
@@ -289,6 +309,20 @@ impl fmt::Display for TableDisplay<'_> {
 }
 
 fn write_row(f: &mut fmt::Formatter<'_>, c: &Coefficient) -> fmt::Result {
+    if c.interval().is_unbounded() {
+        // One annotator carries the coefficient alone: no finite interval.
+        return writeln!(
+            f,
+            "{:<12} {:>12.6} {:>12} {:>9.3} {:>10.3e} {:>12} {:>12}",
+            c.name(),
+            c.estimate,
+            "unbounded",
+            c.z,
+            c.p_value,
+            "-inf",
+            "inf"
+        );
+    }
     writeln!(
         f,
         "{:<12} {:>12.6} {:>12.6} {:>9.3} {:>10.3e} {:>12.6} {:>12.6}",

@@ -429,8 +429,15 @@ impl RewardModel {
                     self.calibration.reps(),
                 )
             },
+            |k| self.reward_unbounded(&phis[k * d1..(k + 1) * d1]),
             alpha,
         )
+    }
+
+    /// True when the reward (or reward difference) of `phi` puts weight on a coefficient
+    /// whose interval is unbounded (`Calibration::unbounded`): its interval is unbounded.
+    pub(crate) fn reward_unbounded(&self, phi: &[f64]) -> bool {
+        self.calibration.touches_unbounded(0, phi)
     }
 
     /// Reward interval of one feature vector under the model's interval method (unchecked
@@ -452,6 +459,7 @@ impl RewardModel {
                             self.calibration.reps(),
                         )
                     },
+                    unbounded: self.reward_unbounded(phi),
                 },
                 alpha,
             )
@@ -463,7 +471,7 @@ impl RewardModel {
         check_alpha(alpha)?;
         self.check_features("phi", phi)?;
         let r = self.reward_interval(phi, alpha);
-        check_features_result("phi", 0, &[r.reward, r.se, r.lower, r.upper])?;
+        check_features_result("phi", 0, &r.checked_figures(self.reward_unbounded(phi)))?;
         Ok(r)
     }
 
@@ -476,11 +484,13 @@ impl RewardModel {
     ) -> Result<Vec<RewardInterval>> {
         check_alpha(alpha)?;
         let rows = self.rows_f64("phi", phis)?;
+        let d1 = self.d1();
         self.reward_intervals(&rows, alpha)
             .into_iter()
             .enumerate()
             .map(|(i, r)| {
-                check_features_result("phi", i, &[r.reward, r.se, r.lower, r.upper])?;
+                let unbounded = self.reward_unbounded(&rows[i * d1..(i + 1) * d1]);
+                check_features_result("phi", i, &r.checked_figures(unbounded))?;
                 Ok(r)
             })
             .collect()
@@ -535,6 +545,7 @@ impl RewardModel {
         check_alpha(alpha)?;
         let (sigma, se) = self.wald_rationality(psi0, psi)?;
         let cal = &self.calibration;
+        let unbounded = cal.touches_unbounded(self.d1(), psi);
         let r = cal
             .rule()
             .estimate(
@@ -550,6 +561,7 @@ impl RewardModel {
                     },
                     wald_se: || se,
                     draws: || cal.gamma_projections(psi0, psi),
+                    unbounded,
                 },
                 alpha,
             )
@@ -557,7 +569,7 @@ impl RewardModel {
         check_result(
             "psi",
             rationality_interval_overflow,
-            &[r.reward, r.se, r.lower, r.upper],
+            &r.checked_figures(unbounded),
         )?;
         Ok(r)
     }

@@ -44,6 +44,36 @@ impl RewardInterval {
             upper: center + q * se,
         }
     }
+
+    /// The interval of a functional the data cannot bound (it puts weight on a coefficient
+    /// one annotator carries alone): the estimate, SE `+inf`, `(-inf, +inf)`. The only place
+    /// an unbounded interval is built.
+    pub(crate) fn unbounded(center: f64) -> Self {
+        RewardInterval {
+            reward: center,
+            se: f64::INFINITY,
+            lower: f64::NEG_INFINITY,
+            upper: f64::INFINITY,
+        }
+    }
+
+    /// True for an interval the data cannot bound (SE `+inf`, `(-inf, +inf)`): the
+    /// functional puts weight on a coefficient one annotator carries alone
+    /// ([`crate::calibrate::Calibration::unbounded`]).
+    pub fn is_unbounded(&self) -> bool {
+        self.se == f64::INFINITY && self.lower == f64::NEG_INFINITY && self.upper == f64::INFINITY
+    }
+
+    /// The figures the result check ([`check_result`]) reads: the four, or only the estimate
+    /// of an interval unbounded by construction (`unbounded`: the functional's flag, never
+    /// inferred from the values, so that an overflow is still refused).
+    pub(crate) fn checked_figures(&self, unbounded: bool) -> Vec<f64> {
+        if unbounded {
+            vec![self.reward]
+        } else {
+            vec![self.reward, self.se, self.lower, self.upper]
+        }
+    }
 }
 
 /// Which kind of linear functional an interval is for (the resized bootstrap corrects theta
@@ -95,6 +125,10 @@ pub(crate) struct Functional<S, D> {
     pub wald_se: S,
     /// The functional's value at every draw.
     pub draws: D,
+    /// True when the functional puts weight on a coefficient whose interval is unbounded
+    /// (`crate::calibrate::Calibration::touches_unbounded`): its interval is unbounded
+    /// whatever the rule, SE `+inf`, p-value 1.
+    pub unbounded: bool,
 }
 
 /// An interval with the p-value of "functional = 0" consistent with it.
@@ -177,6 +211,12 @@ impl Rule {
         S: FnOnce() -> f64,
         D: FnOnce() -> Vec<f64>,
     {
+        if f.unbounded {
+            return Estimate {
+                interval: RewardInterval::unbounded(f.estimate),
+                p_value: 1.0,
+            };
+        }
         match *self {
             Rule::Wald => {
                 let interval =
@@ -227,12 +267,14 @@ impl Rule {
     /// Intervals of many reward functionals at once: `estimates[k]`, and as the rule needs
     /// the Wald SEs of all of them (`wald_ses`, one batched pass) or their values at every
     /// draw (`draws`: `m x B` row-major, one blocked product, e.g. [`crate::linalg`]'s
-    /// `project_rows`).
+    /// `project_rows`); `unbounded(k)` is functional `k`'s [`Functional::unbounded`] (asked
+    /// by the rules with draws, the only ones that have unbounded coefficients).
     pub(crate) fn theta_intervals(
         &self,
         estimates: &[f64],
         wald_ses: impl FnOnce() -> Vec<f64>,
         draws: impl FnOnce() -> Vec<f64>,
+        unbounded: impl Fn(usize) -> bool + Sync,
         alpha: f64,
     ) -> Vec<RewardInterval> {
         use rayon::prelude::*;
@@ -255,6 +297,7 @@ impl Rule {
                             target: Target::Theta,
                             wald_se: || unreachable!("a draws rule asks for no Wald SE"),
                             draws: || values[k * reps..(k + 1) * reps].to_vec(),
+                            unbounded: unbounded(k),
                         },
                         alpha,
                     )
@@ -620,6 +663,7 @@ mod tests {
                 gamma_bias: vec![1e308; d2],
                 theta_draws: c.theta_draws().to_vec(),
                 gamma_draws: c.gamma_draws().to_vec(),
+                unbounded: Vec::new(),
             },
             d1,
             d2,

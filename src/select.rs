@@ -63,9 +63,29 @@ pub fn compare(
     check_alpha(alpha)?;
     model.check_features("phi0", phi0)?;
     model.check_features("phi1", phi1)?;
+    compare_checked(model, phi0, phi1, alpha, method, 0)
+}
+
+/// [`compare_unchecked`] with its result checked ([`Comparison::check_finite`], naming
+/// `row`): features of length d1, finite, `alpha` in (0, 1).
+pub(crate) fn compare_checked(
+    model: &RewardModel,
+    phi0: &[f64],
+    phi1: &[f64],
+    alpha: f64,
+    method: DiffMethod,
+    row: usize,
+) -> Result<Comparison> {
     let c = compare_unchecked(model, phi0, phi1, alpha, method);
-    c.check_finite(0)?;
+    c.check_finite(row, difference_unbounded(model, phi0, phi1))?;
     Ok(c)
+}
+
+/// True when the difference `r(phi0) - r(phi1)` puts weight on a coefficient whose interval
+/// is unbounded (a feature one annotator carries alone, not shared equally by both answers).
+fn difference_unbounded(model: &RewardModel, phi0: &[f64], phi1: &[f64]) -> bool {
+    let delta: Vec<f64> = phi0.iter().zip(phi1).map(|(a, b)| a - b).collect();
+    model.reward_unbounded(&delta)
 }
 
 /// [`compare`] without input checks (`alpha` in (0, 1)).
@@ -73,7 +93,8 @@ pub fn compare(
 /// Under the model's interval method: Wald uses `method`'s variance; the bootstrap methods
 /// take the difference's interval from the same draws (`theta*_b . (phi0 - phi1)`), which is
 /// exact, so `method` does not apply (percentile interval and p-value for the bootstrap,
-/// `D_hat / alpha_hat +- q SD* / alpha_hat` for the resized bootstrap).
+/// `D_hat / alpha_hat +- q SD* / alpha_hat` for the resized bootstrap). A difference with
+/// weight on an unbounded coefficient has an unbounded interval: a tie, never a win.
 #[doc(hidden)] // reached through `crate::internals` only
 pub fn compare_unchecked(
     model: &RewardModel,
@@ -94,6 +115,7 @@ pub fn compare_unchecked(
                 DiffMethod::Bound => model.reward_se(phi0) + model.reward_se(phi1),
             },
             draws: || cal.theta_projections(&delta()),
+            unbounded: difference_unbounded(model, phi0, phi1),
         },
         alpha,
     );
@@ -121,12 +143,19 @@ fn verdict(lower: f64, upper: f64) -> Verdict {
 
 impl Comparison {
     /// Errors (naming `phi0`, `phi1` and `row`) when features so large that the difference, its
-    /// SE or a bound overflowed made any figure non-finite.
-    pub(crate) fn check_finite(&self, row: usize) -> Result<()> {
+    /// SE or a bound overflowed made any figure non-finite; an `unbounded` difference's
+    /// infinite SE and ends are by construction.
+    fn check_finite(&self, row: usize, unbounded: bool) -> Result<()> {
+        let interval = RewardInterval {
+            reward: self.diff,
+            se: self.se,
+            lower: self.lower,
+            upper: self.upper,
+        };
         check_features_result(
             "phi0`, `phi1",
             row,
-            &[self.diff, self.se, self.lower, self.upper, self.p_value],
+            &[interval.checked_figures(unbounded), vec![self.p_value]].concat(),
         )
     }
 }
@@ -204,11 +233,21 @@ pub fn select<T: Copy + Into<f64>>(
     policy: Policy,
 ) -> Result<Selection> {
     let (rows, _) = checked_candidates(model, phis, penalties, alpha)?;
+    let d1 = model.d1();
     let candidates: Vec<Candidate> = model
         .reward_intervals(&rows, alpha)
         .into_iter()
         .enumerate()
-        .map(|(k, interval)| candidate(interval, penalties.map_or(0.0, |p| p[k]), policy, k))
+        .map(|(k, interval)| {
+            let unbounded = model.reward_unbounded(&rows[k * d1..(k + 1) * d1]);
+            candidate(
+                interval,
+                penalties.map_or(0.0, |p| p[k]),
+                policy,
+                k,
+                unbounded,
+            )
+        })
         .collect::<Result<_>>()?;
     let mut index = 0;
     for (k, c) in candidates.iter().enumerate() {
@@ -245,12 +284,15 @@ fn checked_candidates<T: Copy + Into<f64>>(
     Ok((rows, model.calibration().rule().quantile(alpha)))
 }
 
-/// A candidate's figures under `policy`, checked for overflow (row `k` in the message).
+/// A candidate's figures under `policy`, checked for overflow (row `k` in the message). An
+/// `unbounded` candidate's interval is unbounded by construction: its pBoN score is `-inf`
+/// (it wins only when every candidate's is), its figures otherwise checked.
 fn candidate(
     interval: RewardInterval,
     penalty: f64,
     policy: Policy,
     k: usize,
+    unbounded: bool,
 ) -> Result<Candidate> {
     let base = match policy {
         Policy::Bon => interval.reward,
@@ -261,8 +303,15 @@ fn candidate(
         penalty,
         score: base - penalty,
     };
-    let i = &c.interval;
-    check_features_result("phi", k, &[i.reward, i.se, i.lower, i.upper, c.score])?;
+    let score = match policy {
+        Policy::Pbon if unbounded => Vec::new(),
+        Policy::Bon | Policy::Pbon => vec![c.score],
+    };
+    check_features_result(
+        "phi",
+        k,
+        &[c.interval.checked_figures(unbounded), score].concat(),
+    )?;
     Ok(c)
 }
 
@@ -331,6 +380,7 @@ pub fn select_best<T: Copy + Into<f64>>(
     let d1 = model.d1();
     let n_cand = rows.len() / d1;
     let pen = |k: usize| penalties.map_or(0.0, |p| p[k]);
+    let unbounded = |k: usize| model.reward_unbounded(&rows[k * d1..(k + 1) * d1]);
     // The centre of each interval, as the model computes it (exactly).
     let centers: Vec<f64> = rows
         .chunks_exact(d1)
@@ -359,6 +409,7 @@ pub fn select_best<T: Copy + Into<f64>>(
                 &estimates,
                 || model.reward_se_batch(&batch_rows),
                 || crate::linalg::project_rows(&batch_rows, d1, draws, reps),
+                |i| unbounded(batch[i]),
                 alpha,
             );
             return (intervals, Vec::new());
@@ -370,7 +421,13 @@ pub fn select_best<T: Copy + Into<f64>>(
                 .norms_and_products(&batch_rows, &|v: f64| v, 1);
         // `reward_se_batch`'s SEs, to the bit (the kernel's lanes are independent).
         let ses: Vec<f64> = squares.into_iter().map(f64::sqrt).collect();
-        let intervals = rule.theta_intervals(&estimates, || ses, || unreachable!(), alpha);
+        let intervals = rule.theta_intervals(
+            &estimates,
+            || ses,
+            || unreachable!(),
+            |i| unbounded(batch[i]),
+            alpha,
+        );
         (intervals, product)
     };
     if policy == Policy::Bon {
@@ -384,7 +441,7 @@ pub fn select_best<T: Copy + Into<f64>>(
         let interval = evaluate(&[index], None).0[0];
         return Ok(Best {
             index,
-            candidate: candidate(interval, pen(index), policy, index)?,
+            candidate: candidate(interval, pen(index), policy, index, unbounded(index))?,
             se_computed: 1,
         });
     }
@@ -468,7 +525,7 @@ pub fn select_best<T: Copy + Into<f64>>(
             product = p;
         }
         for (&k, interval) in batch.iter().zip(intervals) {
-            let c = candidate(interval, pen(k), policy, k)?;
+            let c = candidate(interval, pen(k), policy, k, unbounded(k))?;
             let better = match &best {
                 None => true,
                 Some((i, b)) => c.score > b.score || (c.score == b.score && k < *i),
@@ -823,6 +880,7 @@ mod tests {
                 theta_draws: draws,
                 // Gamma's draws vary, as every stored coefficient's must.
                 gamma_draws: (0..reps).map(|b| 0.01 * (b % 2) as f32).collect(),
+                unbounded: Vec::new(),
             },
             d1,
             1,
@@ -973,6 +1031,7 @@ mod tests {
                     &estimates,
                     || unreachable!(),
                     || crate::linalg::project_rows(&rows, d1, &wide, reps),
+                    |_| false,
                     alpha,
                 );
                 let mut chosen = [0usize; 2];
@@ -984,6 +1043,7 @@ mod tests {
                                 target: Target::Theta,
                                 wald_se: || unreachable!(),
                                 draws: || row_by_row(k),
+                                unbounded: false,
                             },
                             alpha,
                         )
@@ -1004,6 +1064,7 @@ mod tests {
                             &estimates[k..=k],
                             || unreachable!(),
                             || row_by_row(k),
+                            |_| false,
                             alpha,
                         )[0]
                         .lower

@@ -1,7 +1,10 @@
 //! JSON documents whose field names are a contract (docs/contract.md §5): the fit report / `inspect`, and
 //! the outputs of `score`, `compare` and `select`. Fields may be added; none is renamed.
 //!
-//! Non-finite numbers (none are expected) become `null`, as JSON has no NaN.
+//! Non-finite numbers become `null`, as JSON has no NaN or infinity. One kind is expected: an
+//! unbounded interval (a functional with weight on a coefficient one annotator carries alone,
+//! listed in `intervals.unbounded`) has SE `+inf` and ends `-inf`, `+inf`, written `null`;
+//! its estimate stays a number. Nothing else is expected to be non-finite.
 
 use hetreward::calibrate::IntervalDiagnostics;
 use hetreward::cluster::leverage::Leverage;
@@ -68,10 +71,28 @@ pub fn model_report(
 }
 
 /// The model's interval method: `{"method", "requested", "reps", "seed", "diverged", "shrink",
-/// "alpha_hat", "c_hat"}` (`requested` is `"auto"` when auto picked `method`).
+/// "alpha_hat", "c_hat", "unbounded", "unbounded_reason"}` (`requested` is `"auto"` when auto
+/// picked `method`); `unbounded` lists the coefficients one annotator carries alone as
+/// `{"coefficient", "index", "annotator"}` (name as [`coefficient_name`], stacked index,
+/// the carrier's cluster id), whose intervals are unbounded (`null` bounds), and
+/// `unbounded_reason` says so in words (`null` when the list is empty).
 pub fn intervals_report(model: &RewardModel) -> Value {
     let c = model.calibration();
+    let d1 = model.d1();
+    let unbounded: Vec<Value> = c
+        .unbounded()
+        .iter()
+        .map(|u| {
+            json!({
+                "coefficient": coefficient_name(d1, u.coefficient),
+                "index": u.coefficient,
+                "annotator": u.cluster,
+            })
+        })
+        .collect();
     json!({
+        "unbounded": unbounded,
+        "unbounded_reason": c.unbounded_description(d1),
         "method": c.method().name(),
         "requested": c.requested().name(),
         "reps": c.reps(),

@@ -1014,14 +1014,25 @@ fn run_score(model: &Path, phi: &Path, common: &CommonArgs, out: &mut Out) -> Re
     for (i, r) in rows.iter().enumerate() {
         outln!(
             out,
-            "{i:>6} {:>12.6} {:>12.6} {:>12.6} {:>12.6}",
+            "{i:>6} {:>12.6} {:>12} {:>12.6} {:>12.6}",
             r.reward,
-            r.se,
+            se_text(r.se, 6),
             r.lower,
             r.upper
         );
     }
     Ok(())
+}
+
+/// A standard error as the text tables print it: `unbounded` for the infinite SE of an
+/// unbounded interval (weight on a coefficient one annotator carries alone), else `prec`
+/// decimals.
+fn se_text(se: f64, prec: usize) -> String {
+    if se == f64::INFINITY {
+        "unbounded".into()
+    } else {
+        format!("{se:.prec$}")
+    }
 }
 
 fn run_compare(
@@ -1088,9 +1099,9 @@ fn run_compare(
     for (i, c) in comparisons.iter().enumerate() {
         outln!(
             out,
-            "{i:>6} {:>12.6} {:>12.6} {:>12.6} {:>12.6} {:>10.4} {:>8}",
+            "{i:>6} {:>12.6} {:>12} {:>12.6} {:>12.6} {:>10.4} {:>8}",
             c.diff,
-            c.se,
+            se_text(c.se, 6),
             c.lower,
             c.upper,
             c.p_value,
@@ -1153,13 +1164,13 @@ fn run_select(
         let c = &g.candidate;
         outln!(
             out,
-            "{:>8} {:>10} {:>6} {:>6} {:>11.5} {:>11.5} {:>11.5} {:>11.5} {:>11.5}",
+            "{:>8} {:>10} {:>6} {:>6} {:>11.5} {:>11} {:>11.5} {:>11.5} {:>11.5}",
             g.group,
             g.size,
             g.index,
             g.row,
             c.interval.reward,
-            c.interval.se,
+            se_text(c.interval.se, 5),
             c.interval.lower,
             c.penalty,
             c.score
@@ -1254,6 +1265,9 @@ fn print_model(
     }
     if c.requested() == IntervalMethod::Auto {
         outln!(out, "auto: {}", auto_reason(c.method()));
+    }
+    if let Some(why) = c.unbounded_description(model.d1()) {
+        outln!(out, "warning: unbounded: {why}");
     }
     outln!(
         out,

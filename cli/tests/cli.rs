@@ -491,10 +491,10 @@ fn inspect_rejects_damaged_model_files() {
         &["flip.hrm", "checksum"],
     );
     let mut future = bytes.clone();
-    future[8] = 3;
+    future[8] = 4;
     let fut = f.path("future.hrm");
     std::fs::write(&fut, &future).unwrap();
-    fails(&["inspect", s(&fut)], 2, &["future.hrm", "version 3"]);
+    fails(&["inspect", s(&fut)], 2, &["future.hrm", "version 4"]);
     fails(
         &["inspect", s(&f.path("train.csv"))],
         2,
@@ -1794,6 +1794,48 @@ fn auto_falls_back_to_the_exact_jackknife_where_the_one_step_is_impossible() {
         ],
     );
     assert!(!explicit.exists());
+}
+
+/// Issue 31: with 12 annotators of whom one carries the expert flag, every cluster method
+/// refused. `fit --intervals auto` now exits 0, names the coefficient and the annotator, and
+/// reports gamma[0]'s interval as unbounded (text `unbounded`, JSON `null` bounds and the
+/// `intervals.unbounded` list); `inspect` of the model says the same, and a rationality or
+/// reward that puts no weight on gamma[0] keeps a finite interval.
+#[test]
+fn auto_fits_and_says_which_coefficient_one_annotator_carries() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = hetreward::sim::annotator_effects(12, 50, 0.6, 5);
+    let path = dir.path().join("twelve.csv");
+    std::fs::write(&path, annotator_csv(&data)).unwrap();
+    let out = dir.path().join("m.hrm");
+    let fit = ok(&["fit", s(&path), "--out", s(&out), "--intervals", "auto"]);
+    let words = "warning: unbounded: gamma[0] is carried by annotator 0 alone";
+    assert!(fit.contains(words), "{fit}");
+    let row = fit
+        .lines()
+        .find(|l| l.starts_with("gamma[0] "))
+        .expect("gamma[0]'s row");
+    assert!(row.contains("unbounded") && row.contains("-inf"), "{row}");
+    let theta = fit.lines().find(|l| l.starts_with("theta[0] ")).unwrap();
+    assert!(!theta.contains("inf"), "{theta}");
+    let shown = ok(&["inspect", s(&out)]);
+    assert!(shown.contains(words), "{shown}");
+    let report = json(&ok(&["inspect", s(&out), "--json"]));
+    let unbounded = &report["intervals"]["unbounded"];
+    assert_eq!(unbounded[0]["coefficient"], "gamma_0", "{report}");
+    assert_eq!(unbounded[0]["annotator"], 0);
+    assert!(report["intervals"]["unbounded_reason"]
+        .as_str()
+        .unwrap()
+        .contains("annotator 0"));
+    assert!(report["gamma_lower"][0].is_null() && report["gamma_upper"][0].is_null());
+    assert!(report["gamma_lower"][1].is_f64() && report["theta_lower"][0].is_f64());
+    // The explicit cluster methods fit too (they refused before).
+    for method in ["cluster-jackknife", "cluster-onestep"] {
+        let m = dir.path().join(format!("{method}.hrm"));
+        let fit = ok(&["fit", s(&path), "--out", s(&m), "--intervals", method]);
+        assert!(fit.contains(words), "{method}: {fit}");
+    }
 }
 
 /// The seed of `sim::annotator_effects(6, 50, 0.6, seed)` with 2 experts whose one-step

@@ -31,6 +31,7 @@ pub(crate) mod batched;
 pub(crate) mod draws;
 pub(crate) mod resized;
 
+use crate::cluster::identified::{describe_all, Carried};
 use crate::codes::coded_enum;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -285,6 +286,10 @@ pub(crate) enum Method {
         draws: Draws,
         /// True for the one-step estimates (`cluster-onestep`), false for the exact refits.
         one_step: bool,
+        /// The coefficients one cluster carries alone, with that cluster, in coefficient
+        /// order: their intervals, and those of every functional with weight on them, are
+        /// unbounded (`crate::cluster::identified`).
+        unbounded: Vec<Carried>,
     },
 }
 
@@ -293,7 +298,7 @@ impl Method {
     ///
     /// Errors: as [`check_draws`].
     pub(crate) fn percentile(draws: Draws, seed: u64) -> std::result::Result<Self, String> {
-        check_draws(IntervalMethod::Bootstrap, &draws)?;
+        check_draws(IntervalMethod::Bootstrap, &draws, &[])?;
         Ok(Method::Percentile { draws, seed })
     }
 
@@ -310,7 +315,7 @@ impl Method {
             gamma_bias,
             draws,
         } = r;
-        check_draws(IntervalMethod::Resized, &draws)?;
+        check_draws(IntervalMethod::Resized, &draws, &[])?;
         if !(alpha_hat.is_finite() && alpha_hat > 0.0) {
             return Err(format!(
                 "`alpha_hat` = {alpha_hat}: the inflation is positive and finite"
@@ -341,17 +346,47 @@ impl Method {
         })
     }
 
-    /// The cluster jackknife of `draws` (one per cluster), one-step or exact.
+    /// The cluster jackknife of `draws` (one per cluster), one-step or exact, with the
+    /// coefficients whose intervals are unbounded (`unbounded`: stacked indices, each carried
+    /// by one cluster).
     ///
-    /// Errors: as [`check_draws`].
-    pub(crate) fn jackknife(draws: Draws, one_step: bool) -> std::result::Result<Self, String> {
+    /// Errors: an unbounded coefficient out of range (`d1 + d2` coefficients) or the list not
+    /// strictly increasing (sorted, each once); then as [`check_draws`], which allows draws
+    /// without spread in the unbounded coefficients only.
+    pub(crate) fn jackknife(
+        draws: Draws,
+        one_step: bool,
+        unbounded: Vec<Carried>,
+    ) -> std::result::Result<Self, String> {
         let kind = if one_step {
             IntervalMethod::ClusterOneStep
         } else {
             IntervalMethod::ClusterJackknife
         };
-        check_draws(kind, &draws)?;
-        Ok(Method::Jackknife { draws, one_step })
+        let (d1, d2) = draws.dims();
+        for (i, c) in unbounded.iter().enumerate() {
+            if c.coefficient >= d1 + d2 {
+                return Err(format!(
+                    "`unbounded`[{i}] = coefficient {}: the model has {} coefficients",
+                    c.coefficient,
+                    d1 + d2
+                ));
+            }
+            if i > 0 && unbounded[i - 1].coefficient >= c.coefficient {
+                return Err(format!(
+                    "`unbounded`[{i}] = coefficient {}: the unbounded coefficients are listed \
+                     once each, in increasing order",
+                    c.coefficient
+                ));
+            }
+        }
+        let stacked: Vec<usize> = unbounded.iter().map(|c| c.coefficient).collect();
+        check_draws(kind, &draws, &stacked)?;
+        Ok(Method::Jackknife {
+            draws,
+            one_step,
+            unbounded,
+        })
     }
 
     /// The [`IntervalMethod`] this is (never `Auto`).
@@ -380,16 +415,21 @@ impl Method {
 
 /// What every method with draws asks of them: the count of [`check_draw_count`], finite
 /// values, and every coefficient's draws not all equal — draws all equal give a coefficient
-/// SE 0, a zero-width interval and `z = inf`, an interval that cannot be honest.
+/// SE 0, a zero-width interval and `z = inf`, an interval that cannot be honest — except the
+/// stacked coefficients `unbounded` (increasing), whose intervals do not come from the draws.
 ///
 /// Errors: the field and the rule, naming the method.
-fn check_draws(method: IntervalMethod, draws: &Draws) -> std::result::Result<(), String> {
+fn check_draws(
+    method: IntervalMethod,
+    draws: &Draws,
+    unbounded: &[usize],
+) -> std::result::Result<(), String> {
     let reps = draws.len();
     check_draw_count(method, reps).map_err(|rule| format!("`B` = {rule}"))?;
     let (d1, d2) = draws.dims();
-    for (field, values, width) in [
-        ("theta draws", draws.theta(), d1),
-        ("gamma draws", draws.gamma(), d2),
+    for (field, values, width, offset) in [
+        ("theta draws", draws.theta(), d1, 0),
+        ("gamma draws", draws.gamma(), d2, d1),
     ] {
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
             return Err(format!(
@@ -399,7 +439,9 @@ fn check_draws(method: IntervalMethod, draws: &Draws) -> std::result::Result<(),
                 values[i]
             ));
         }
-        if let Some(j) = (0..width).find(|&j| constant_column(values, width, j)) {
+        if let Some(j) = (0..width).find(|&j| {
+            unbounded.binary_search(&(offset + j)).is_err() && constant_column(values, width, j)
+        }) {
             return Err(format!(
                 "`{field}`[*][{j}]: all {reps} draws equal {}: {} gives the coefficient no \
                  spread (SE 0, a zero-width interval, z = inf)",
@@ -434,6 +476,9 @@ pub struct Parts {
     pub theta_draws: Vec<f32>,
     /// `B x d2`, row-major.
     pub gamma_draws: Vec<f32>,
+    /// The coefficients one cluster carries alone, whose intervals are unbounded (the
+    /// cluster methods only; empty otherwise), in increasing coefficient order.
+    pub unbounded: Vec<Carried>,
 }
 
 impl Parts {
@@ -471,6 +516,7 @@ impl Parts {
             gamma_bias,
             theta_draws,
             gamma_draws,
+            unbounded,
         } = self;
         let stores = |field: &str, v: f64, what: &str| {
             Err(format!("`{field}` = {v}: {} stores {what}", title(method)))
@@ -503,6 +549,12 @@ impl Parts {
         let resolved = match method {
             IntervalMethod::Auto => {
                 return Err("`method` = auto: a stored method is resolved".into());
+            }
+            _ if !unbounded.is_empty() && !method.is_cluster() => {
+                return Err(format!(
+                    "`unbounded`: {} lists no unbounded coefficients (a cluster method's)",
+                    title(method)
+                ));
             }
             IntervalMethod::Wald => {
                 let nothing = reps == 0
@@ -539,7 +591,7 @@ impl Parts {
                 if seed != 0 {
                     return Err(format!("`seed` = {seed}: {} stores 0", title(method)));
                 }
-                Method::jackknife(d, method == IntervalMethod::ClusterOneStep)?
+                Method::jackknife(d, method == IntervalMethod::ClusterOneStep, unbounded)?
             }
         };
         Ok((requested, resolved, c_hat))
@@ -703,6 +755,37 @@ impl Calibration {
             Method::Wald | Method::Percentile { .. } | Method::Jackknife { .. } => &[],
         }
     }
+    /// The coefficients one cluster (annotator) carries alone, with that cluster, in
+    /// increasing stacked order (`theta[j]` is `j`, `gamma[k]` is `d1 + k`): without the
+    /// carrier the data cannot estimate them, so their intervals are unbounded. Empty but for
+    /// a cluster method on such data.
+    pub fn unbounded(&self) -> &[Carried] {
+        match &self.method {
+            Method::Jackknife { unbounded, .. } => unbounded,
+            Method::Wald | Method::Percentile { .. } | Method::Resized { .. } => &[],
+        }
+    }
+
+    /// True when the linear functional with `weights` on the stacked coefficients `offset..`
+    /// (`offset` 0 and `d1` weights: a reward or a difference of rewards; `offset = d1` and
+    /// `d2` weights: a rationality) puts non-zero weight on an unbounded coefficient
+    /// ([`Calibration::unbounded`]): its interval is unbounded. The one definition every
+    /// interval path asks.
+    pub(crate) fn touches_unbounded(&self, offset: usize, weights: &[f64]) -> bool {
+        self.unbounded().iter().any(|c| {
+            c.coefficient
+                .checked_sub(offset)
+                .and_then(|j| weights.get(j))
+                .is_some_and(|&w| w != 0.0)
+        })
+    }
+
+    /// The unbounded coefficients ([`Calibration::unbounded`]) and their carriers in plain
+    /// words, for a model with `d1` reward features (`None` when there are none).
+    pub fn unbounded_description(&self, d1: usize) -> Option<String> {
+        describe_all(self.unbounded(), d1)
+    }
+
     /// The draws' theta, `B x d1` row-major `f32` (empty for Wald).
     pub fn theta_draws(&self) -> &[f32] {
         self.method.draws().map_or(&[], Draws::theta)
@@ -893,9 +976,9 @@ pub(crate) fn calibrate(
             return Ok(Calibration::wald(options.method));
         }
         IntervalMethod::ClusterJackknife | IntervalMethod::ClusterOneStep => {
-            let (one_step, d) =
+            let (one_step, d, unbounded) =
                 cluster_draws(data, params, method, options.method, estimator, cancel)?;
-            Method::jackknife(d, one_step)
+            Method::jackknife(d, one_step, unbounded)
         }
         IntervalMethod::Bootstrap => {
             let reps = options.reps.unwrap_or(DEFAULT_BOOTSTRAP_REPS);
@@ -928,21 +1011,17 @@ pub(crate) fn calibrate(
     Calibration::new(cal.requested, cal.method, c_hat).map_err(refused)
 }
 
-/// What a user can do when a coefficient rests on one annotator.
-const CARRIED_REMEDY: &str = "no cluster-aware interval covers it: add annotators who carry \
-     its covariate, drop the covariate, or fit with --intervals wald (a model-based interval \
-     that assumes independent comparisons)";
-
 /// What a user can do when the one-step jackknife cannot take a leave-one-out estimate.
 const ONE_STEP_REMEDY: &str =
     "use --intervals cluster-jackknife (exact refits) or auto, which falls back to it";
 
-/// The draws of a cluster method (`method`, resolved from `requested`), and whether the
-/// method that made them is the one-step jackknife. First the detector
-/// ([`crate::cluster::identified::carried_by_one`]): a coefficient whose covariate only one
-/// annotator's rows carry has no leave-one-out estimate, and every cluster method refuses,
-/// naming it and the annotator — the exact jackknife's fallback would otherwise report an
-/// interval narrower than the data support.
+/// The draws of a cluster method (`method`, resolved from `requested`), whether the method
+/// that made them is the one-step jackknife, and the coefficients whose intervals are
+/// unbounded. First the detector ([`crate::cluster::identified::carried_by_one`]): a
+/// coefficient whose covariate only one annotator's rows carry has no leave-one-out estimate
+/// without that annotator; every cluster method takes that annotator's draw with the
+/// coefficient held at the estimate (the likelihood without it does not depend on it) and
+/// records the coefficient as unbounded, with its carrier.
 /// Then the one-step jackknife; when the Hessian without some annotator is not positive
 /// definite, an explicit `cluster-onestep` refuses naming the coefficient and the annotator,
 /// and `auto` falls back to the exact refits (`cluster-jackknife`, stored with `requested =
@@ -957,23 +1036,18 @@ fn cluster_draws(
     requested: IntervalMethod,
     estimator: &FitOptions,
     cancel: Option<&AtomicBool>,
-) -> Result<(bool, Draws)> {
-    use crate::cluster::identified::{carried_by_one, describe_all};
+) -> Result<(bool, Draws, Vec<Carried>)> {
     let clusters = crate::cluster::Clusters::of(data)?;
     // The count the model will hold, checked before any draw is computed.
     check_draw_count(method, clusters.len()).map_err(|m| Error::invalid("cluster", m))?;
-    if let Some(why) = describe_all(&carried_by_one(data, &clusters), data.d1()) {
-        return Err(Error::SingularInformation {
-            detail: format!("{why}; {CARRIED_REMEDY}"),
-        });
-    }
+    let unbounded = crate::cluster::identified::carried_by_one(data, &clusters);
     let exact = || crate::cluster::jackknife(data, params, &clusters, estimator, cancel);
     if method == IntervalMethod::ClusterJackknife {
-        return Ok((false, exact()?));
+        return Ok((false, exact()?, unbounded));
     }
     match crate::cluster::one_step_jackknife(data, params, &clusters)? {
-        Ok(d) => Ok((true, d)),
-        Err(_) if requested == IntervalMethod::Auto => Ok((false, exact()?)),
+        Ok(d) => Ok((true, d, unbounded)),
+        Err(_) if requested == IntervalMethod::Auto => Ok((false, exact()?, unbounded)),
         Err(obstacle) => Err(Error::SingularInformation {
             detail: format!("{}; {ONE_STEP_REMEDY}", obstacle.describe(data.d1())),
         }),
@@ -1004,7 +1078,8 @@ fn information_inverse(
 /// Training rows used for `c_hat`.
 const C_HAT_ROWS: usize = 256;
 
-/// `c_hat`: mean over the first (up to 256) training rows `z_i` with a positive Wald SE of
+/// `c_hat`: mean over the first (up to 256) training rows `z_i` with a positive Wald SE (and
+/// no weight on an unbounded coefficient, [`Calibration::touches_unbounded`]) of
 /// `SD*(z_i) / (alpha_hat se_wald(z_i))`, with `se_wald(z) = ||L^T z||` from the packed
 /// `wald_factor` `L` (the scoring kernel's SEs to the last bit).
 fn c_hat(data: &Dataset, wald_factor: &PackedLower, cal: &Calibration) -> f64 {
@@ -1022,7 +1097,8 @@ fn c_hat(data: &Dataset, wald_factor: &PackedLower, cal: &Calibration) -> f64 {
         .map(f64::sqrt);
     let (mut sum, mut count) = (0.0, 0usize);
     for (phi, se) in z.chunks_exact(d1).zip(ses) {
-        if se > 0.0 {
+        // A row with weight on an unbounded coefficient has no finite SE to compare.
+        if se > 0.0 && !cal.touches_unbounded(0, phi) {
             sum += cal.draws_se(&cal.theta_projections(phi)) / (cal.alpha_hat() * se);
             count += 1;
         }

@@ -1,8 +1,8 @@
 //! The two cluster jackknives' draws (see the module docs of [`crate::cluster`]).
 
 use super::clusters::Clusters;
-use super::identified::Obstacle;
-use crate::data::Dataset;
+use super::identified::{carried_by_one, Carried, Obstacle};
+use crate::data::{Dataset, FeatureMatrix, Rows};
 use crate::error::Result;
 use crate::fit::FitOptions;
 use crate::likelihood::{nll_and_gradient, observed_hessian};
@@ -50,27 +50,51 @@ fn shifted(params: &Params, deltas: Vec<DVector<f64>>) -> Draws {
 /// `sum_g delta_g delta_g^T` is the leverage-corrected sandwich (CR3) of a GLM;
 /// `O(n p^2 + G p^3)`, no refits.
 ///
-/// `Ok(Err(obstacle))` when the Hessian without some cluster is not positive definite: the
-/// first such cluster (in id order, whatever the thread count) and the coefficient at its
-/// failing pivot (`Obstacle::Pivot`).
+/// A cluster that carries coefficients alone ([`Carried`]) takes the step with them
+/// held: the likelihood without it does not depend on them (their rows and columns of
+/// `H - H_g` are zero), so the step solves `(H - H_g)_FF delta_F = (s_g)_F` on the other
+/// coordinates `F` and `delta_C = 0` (the Newton step of the refit that drops their columns).
+/// Data without such coefficients take the full solve, as always.
+///
+/// `Ok(Err(obstacle))` when the Hessian without some cluster is not positive definite (on the
+/// coordinates it estimates): the first such cluster (in id order, whatever the thread count)
+/// and the coefficient at its failing pivot (`Obstacle::Pivot`, stacked index).
 pub fn one_step_deltas(
     data: &Dataset,
     params: &Params,
     clusters: &Clusters,
 ) -> Result<std::result::Result<Vec<DVector<f64>>, Obstacle>> {
+    let carried = carried_by_one(data, clusters);
     let h = observed_hessian(data, params) * data.n() as f64;
     let sums = cluster_sums(data, params, clusters);
     let deltas: Vec<std::result::Result<DVector<f64>, Obstacle>> = sums
         .into_par_iter()
         .enumerate()
         .map(|(g, (s, hg))| {
+            let held = Carried::held_by(&carried, clusters.id(g));
             let without = &h - hg;
-            match spd_inverse(&without, "the observed Hessian without one cluster") {
-                Ok(inv) => Ok(inv * s),
-                Err(_) => Err(Obstacle::Pivot {
-                    coefficient: first_bad_pivot(&without),
-                    cluster: clusters.id(g),
-                }),
+            let obstacle = |pivot: Option<usize>| Obstacle::Pivot {
+                coefficient: pivot,
+                cluster: clusters.id(g),
+            };
+            if held.is_empty() {
+                return match spd_inverse(&without, "the observed Hessian without one cluster") {
+                    Ok(inv) => Ok(inv * s),
+                    Err(_) => Err(obstacle(first_bad_pivot(&without))),
+                };
+            }
+            let free: Vec<usize> = (0..s.len()).filter(|j| !held.contains(j)).collect();
+            let restricted = without.select_rows(&free).select_columns(&free);
+            match spd_inverse(&restricted, "the observed Hessian without one cluster") {
+                Ok(inv) => {
+                    let step = inv * s.select_rows(&free);
+                    let mut delta = DVector::zeros(s.len());
+                    for (&j, v) in free.iter().zip(step.iter()) {
+                        delta[j] = *v;
+                    }
+                    Ok(delta)
+                }
+                Err(_) => Err(obstacle(first_bad_pivot(&restricted).map(|k| free[k]))),
             }
         })
         .collect();
@@ -105,6 +129,11 @@ pub fn one_step_obstacle(data: &Dataset, params: &crate::model::Params) -> Optio
 /// `g` warm-started at `params` (the full estimate), solved again by the estimator's own
 /// starts (`estimator`) when it does not converge, as the parametric bootstrap's refits.
 ///
+/// A cluster that carries coefficients alone ([`Carried`]) is refitted with them held
+/// at the estimate: the data without it, with their columns of `z` and `psi` removed, refitted
+/// warm from the estimate's other coordinates, the held ones put back
+/// (`refit_without_held`).
+///
 /// Errors: [`crate::Error::Cancelled`].
 pub fn jackknife(
     data: &Dataset,
@@ -113,15 +142,18 @@ pub fn jackknife(
     estimator: &FitOptions,
     cancel: Option<&AtomicBool>,
 ) -> Result<Draws> {
+    let carried = carried_by_one(data, clusters);
     let settings = Settings::new(data, estimator, cancel);
     let runs: Result<Vec<(Params, bool)>> = (0..clusters.len())
         .into_par_iter()
         .map(|g| {
-            warm_refit(
-                &data.select_rows(&clusters.rows_without(g)),
-                params,
-                &settings,
-            )
+            let sample = data.select_rows(&clusters.rows_without(g));
+            let held = Carried::held_by(&carried, clusters.id(g));
+            if held.is_empty() {
+                warm_refit(&sample, params, &settings)
+            } else {
+                refit_without_held(&sample, params, &held, estimator, cancel)
+            }
         })
         .collect();
     Ok(Draws::collect(
@@ -129,4 +161,70 @@ pub fn jackknife(
         params.theta.len(),
         params.gamma.len(),
     ))
+}
+
+/// The refit of `sample` (data whose likelihood does not depend on the stacked coefficients
+/// `held`) with `held` at their values in `params`: the columns of `z` and `psi` of the held
+/// coefficients are removed, the rest refitted warm from `params`' other coordinates
+/// ([`warm_refit`], with the estimator's options `estimator`, an explicit start reduced
+/// alike), and the held values put back. When every theta is held the likelihood without the
+/// carrier depends on nothing (every reward is 0): the estimate itself is the draw.
+///
+/// Errors: [`crate::Error::Cancelled`].
+fn refit_without_held(
+    sample: &Dataset,
+    params: &Params,
+    held: &[usize],
+    estimator: &FitOptions,
+    cancel: Option<&AtomicBool>,
+) -> Result<(Params, bool)> {
+    let (d1, d2) = (sample.d1(), sample.d2());
+    let keep_theta: Vec<usize> = (0..d1).filter(|j| !held.contains(j)).collect();
+    let keep_gamma: Vec<usize> = (0..d2).filter(|k| !held.contains(&(d1 + k))).collect();
+    if keep_theta.is_empty() {
+        return Ok((params.clone(), true));
+    }
+    let n = sample.n();
+    let z: Vec<f64> = match sample.features() {
+        FeatureMatrix::F64(v) => (0..n)
+            .flat_map(|i| keep_theta.iter().map(move |&j| v[i * d1 + j]))
+            .collect(),
+        FeatureMatrix::F32(v) => (0..n)
+            .flat_map(|i| keep_theta.iter().map(move |&j| f64::from(v[i * d1 + j])))
+            .collect(),
+    };
+    let psi: Vec<f64> = (0..n)
+        .flat_map(|i| keep_gamma.iter().map(move |&k| sample.psi_row(i)[k]))
+        .collect();
+    let reduced = Dataset::with_rows(
+        Rows::Shard,
+        keep_theta.len(),
+        keep_gamma.len(),
+        z,
+        sample.psi0().to_vec(),
+        psi,
+        sample.y().to_vec(),
+        sample.cluster().map(<[i64]>::to_vec),
+    )?;
+    let reduce = |p: &Params| Params {
+        theta: keep_theta.iter().map(|&j| p.theta[j]).collect(),
+        gamma: keep_gamma.iter().map(|&k| p.gamma[k]).collect(),
+    };
+    let options = FitOptions {
+        init: match &estimator.init {
+            crate::fit::Init::Explicit(p) => crate::fit::Init::Explicit(reduce(p)),
+            other => other.clone(),
+        },
+        ..estimator.clone()
+    };
+    let settings = Settings::new(&reduced, &options, cancel);
+    let (fit, converged) = warm_refit(&reduced, &reduce(params), &settings)?;
+    let mut out = params.clone();
+    for (&j, v) in keep_theta.iter().zip(&fit.theta) {
+        out.theta[j] = *v;
+    }
+    for (&k, v) in keep_gamma.iter().zip(&fit.gamma) {
+        out.gamma[k] = *v;
+    }
+    Ok((out, converged))
 }

@@ -8,8 +8,11 @@
 //! * **structural** ([`carried_by_one`]): a coefficient's covariate (a column of `z` for
 //!   `theta_j`, of `psi` for `gamma_k`) is non-zero in cluster `g`'s rows only. Without `g`
 //!   the likelihood does not depend on the coefficient: no refit estimates it, and the
-//!   jackknife has no honest draw for it (its interval is unbounded). Every cluster method
-//!   refuses such data.
+//!   jackknife has no honest draw for it. Its interval, and that of every functional that
+//!   puts weight on it, is unbounded (the model records the coefficient with its carrier);
+//!   the leave-`g`-out estimate of the other coefficients does not depend on it, so the
+//!   jackknives take it with the carried coefficients held at the estimate
+//!   ([`Carried::held_by`]).
 //! * **numerical** ([`Obstacle::Pivot`]): the observed Hessian without `g` (what the
 //!   one-step jackknife inverts) is not positive definite, first at the pivot of one
 //!   coefficient, though the coefficient stays identified (other clusters carry its
@@ -20,18 +23,44 @@
 use super::clusters::Clusters;
 use crate::data::{Dataset, FeatureMatrix};
 
-/// Why the leave-one-cluster-out estimate of one coefficient fails.
+/// A coefficient whose covariate is non-zero in one cluster's rows only: without that
+/// cluster the data cannot estimate it, and its cluster interval is unbounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Carried {
+    /// Stacked index (theta first: `theta[j]` is `j`, `gamma[k]` is `d1 + k`).
+    pub coefficient: usize,
+    /// The id of the cluster (annotator) that carries it, as the data give it.
+    pub cluster: i64,
+}
+
+impl Carried {
+    /// The coefficient and its carrier in plain words.
+    pub fn describe(&self, d1: usize) -> String {
+        let name = coefficient_name(self.coefficient, d1);
+        format!(
+            "{name} is carried by annotator {cluster} alone (its covariate is zero in every \
+             other annotator's rows): without annotator {cluster} the data cannot estimate \
+             {name}, so its interval, and that of every reward or rationality that puts weight \
+             on it, is unbounded",
+            cluster = self.cluster
+        )
+    }
+
+    /// The stacked indices of the coefficients in `carried` that cluster id `cluster` carries,
+    /// increasing (what its leave-one-out estimate holds at the full estimate).
+    pub(crate) fn held_by(carried: &[Carried], cluster: i64) -> Vec<usize> {
+        carried
+            .iter()
+            .filter(|c| c.cluster == cluster)
+            .map(|c| c.coefficient)
+            .collect()
+    }
+}
+
+/// Why the one-step leave-one-cluster-out estimate fails.
 #[derive(Debug, Clone, PartialEq)]
 #[doc(hidden)] // reached through `crate::internals` only
 pub enum Obstacle {
-    /// Coefficient `coefficient` (stacked: theta first) has a covariate non-zero in the rows
-    /// of cluster `cluster` only.
-    Carried {
-        /// Stacked index (theta first).
-        coefficient: usize,
-        /// The cluster id, as the data give it.
-        cluster: i64,
-    },
     /// The observed Hessian without cluster `cluster` is not positive definite, first at the
     /// pivot of `coefficient` (`None`: it factors but is ill-conditioned or not finite).
     Pivot {
@@ -56,15 +85,6 @@ impl Obstacle {
     /// The obstacle in plain words, naming the coefficient and the annotator.
     pub(crate) fn describe(&self, d1: usize) -> String {
         match *self {
-            Obstacle::Carried {
-                coefficient,
-                cluster,
-            } => format!(
-                "{} is carried by annotator {cluster} alone (its covariate is zero in every \
-                 other annotator's rows): without annotator {cluster} the data cannot estimate \
-                 it, so no cluster interval exists for it (the data support an unbounded one)",
-                coefficient_name(coefficient, d1)
-            ),
             Obstacle::Pivot {
                 coefficient,
                 cluster,
@@ -82,7 +102,7 @@ impl Obstacle {
 /// Every coefficient whose covariate is non-zero in one cluster's rows only, with that
 /// cluster, in coefficient order. `O(n (d1 + d2))`. A covariate zero everywhere is no
 /// cluster's (the fit's own information check refuses it).
-pub(crate) fn carried_by_one(data: &Dataset, clusters: &Clusters) -> Vec<Obstacle> {
+pub(crate) fn carried_by_one(data: &Dataset, clusters: &Clusters) -> Vec<Carried> {
     let (d1, d2) = (data.d1(), data.d2());
     let z = |i: usize, j: usize| match data.features() {
         FeatureMatrix::F64(v) => v[i * d1 + j] != 0.0,
@@ -100,7 +120,7 @@ pub(crate) fn carried_by_one(data: &Dataset, clusters: &Clusters) -> Vec<Obstacl
             let mut carriers =
                 (0..clusters.len()).filter(|&g| clusters.rows(g).iter().any(|&i| nonzero(i, j)));
             match (carriers.next(), carriers.next()) {
-                (Some(g), None) => Some(Obstacle::Carried {
+                (Some(g), None) => Some(Carried {
                     coefficient: j,
                     cluster: clusters.id(g),
                 }),
@@ -110,12 +130,13 @@ pub(crate) fn carried_by_one(data: &Dataset, clusters: &Clusters) -> Vec<Obstacl
         .collect()
 }
 
-/// The structural obstacles of [`carried_by_one`] as one message (empty input: `None`).
-pub(crate) fn describe_all(obstacles: &[Obstacle], d1: usize) -> Option<String> {
-    (!obstacles.is_empty()).then(|| {
-        obstacles
+/// The coefficients of [`carried_by_one`] in plain words, one sentence each (empty input:
+/// `None`).
+pub(crate) fn describe_all(carried: &[Carried], d1: usize) -> Option<String> {
+    (!carried.is_empty()).then(|| {
+        carried
             .iter()
-            .map(|o| o.describe(d1))
+            .map(|c| c.describe(d1))
             .collect::<Vec<_>>()
             .join("; ")
     })

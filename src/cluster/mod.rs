@@ -16,8 +16,10 @@
 //!   estimate through the refit of the resampling layer (`crate::resample::warm_refit`: the
 //!   same solver and fallback to the estimator's own starts as the parametric bootstrap).
 //!
-//! `identified` names the coefficients that rest on one annotator (the detector every
-//! cluster method runs first, and the reason `auto` falls back to the exact jackknife).
+//! `identified` names the coefficients that rest on one annotator ([`Carried`]: the detector
+//! every cluster method runs first; their intervals are unbounded and the jackknives take the
+//! carrier's leave-one-out estimate with them held) and why the one-step jackknife may be
+//! impossible (the reason `auto` falls back to the exact jackknife).
 //!
 //! [`heterogeneity`] is the diagnostic every fit with cluster ids reports: the design effect
 //! (cluster-robust over model-based variance) of each coefficient, with a plain-words warning
@@ -40,6 +42,7 @@ pub(crate) use draws::{jackknife, one_step_jackknife};
 pub use heterogeneity::{
     heterogeneity, heterogeneity_of_fit, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING,
 };
+pub use identified::Carried;
 
 #[cfg(test)]
 mod tests;

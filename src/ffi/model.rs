@@ -357,8 +357,7 @@ pub extern "C" fn hetreward_model_compare(
             .zip(rows1.chunks_exact(d1))
             .enumerate()
             .map(|(i, (a, b))| {
-                let c = select::compare_unchecked(model, a, b, alpha, method);
-                c.check_finite(i)?;
+                let c = select::compare_checked(model, a, b, alpha, method, i)?;
                 Ok(hetreward_comparison {
                     diff: c.diff,
                     se: c.se,

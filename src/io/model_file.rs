@@ -4,7 +4,8 @@
 //! ```text
 //! offset  size  field
 //! 0       8     magic  b"HETRWRD\0"
-//! 8       4     format version (u32) = 2 (version 1 files are still read)
+//! 8       4     format version (u32) = 2, or 3 for a model with unbounded coefficients
+//!               (version 1 files are still read)
 //! 12      8     payload length in bytes (u64)
 //! 20      L     payload (below)
 //! 20+L    4     CRC-32 (IEEE) of the payload
@@ -19,7 +20,9 @@
 //!          requested u8 | method u8 (0 wald, 1 bootstrap, 2 resized, 3 auto,
 //!          4 cluster-jackknife, 5 cluster-onestep) |
 //!          reps B u64 | seed u64 | diverged u64 | shrink f64 | alpha_hat f64 | c_hat f64 |
-//!          gamma_bias f64[d2, or 0 when B = 0] | theta draws f32[B*d1] | gamma draws f32[B*d2]
+//!          gamma_bias f64[d2, or 0 when B = 0] | theta draws f32[B*d1] | gamma draws f32[B*d2] |
+//!          -- version 3 only: the unbounded coefficients of a cluster method --
+//!          U u32 (>= 1) | U x (coefficient u32, stacked: theta then gamma | cluster id i64)
 //! ```
 //!
 //! A version-1 file (no interval section) loads as a model with Wald intervals.
@@ -30,6 +33,7 @@
 use crate::calibrate::{
     any_draw_count, check_draw_count, Calibration, IntervalMethod, Method, Parts,
 };
+use crate::cluster::Carried;
 use crate::codes::Coded;
 use crate::covariance::CovarianceKind;
 use crate::error::{Error, Result};
@@ -42,8 +46,13 @@ use std::path::Path;
 
 /// First 8 bytes of every model file.
 pub(crate) const MAGIC: &[u8; 8] = b"HETRWRD\0";
-/// The format version this library writes (it also reads [`OLDEST_VERSION`] onwards).
-pub const FORMAT_VERSION: u32 = 2;
+/// The newest format version this library writes (it also reads [`OLDEST_VERSION`] onwards):
+/// 3 for a model whose cluster intervals leave coefficients unbounded, 2 for every other
+/// model, so their bytes do not change.
+pub const FORMAT_VERSION: u32 = 3;
+/// The version of a model that lists unbounded coefficients
+/// ([`Calibration::unbounded`]); the others are written as version 2.
+const UNBOUNDED_VERSION: u32 = 3;
 /// The oldest format version this library reads.
 pub const OLDEST_VERSION: u32 = 1;
 const HEADER_LEN: usize = 20;
@@ -88,9 +97,20 @@ pub fn to_bytes(model: &RewardModel) -> Vec<u8> {
         p.extend(v.to_le_bytes());
     }
     write_calibration(&mut p, model.calibration());
+    let unbounded = model.calibration().unbounded();
+    let version = if unbounded.is_empty() {
+        2
+    } else {
+        p.extend((unbounded.len() as u32).to_le_bytes());
+        for c in unbounded {
+            p.extend((c.coefficient as u32).to_le_bytes());
+            p.extend(c.cluster.to_le_bytes());
+        }
+        UNBOUNDED_VERSION
+    };
     let mut out = Vec::with_capacity(HEADER_LEN + p.len() + 4);
     out.extend(MAGIC);
-    out.extend(FORMAT_VERSION.to_le_bytes());
+    out.extend(version.to_le_bytes());
     out.extend((p.len() as u64).to_le_bytes());
     out.extend(&p);
     out.extend(crc32fast::hash(&p).to_le_bytes());
@@ -156,11 +176,14 @@ fn write_calibration(p: &mut Vec<u8>, c: &Calibration) {
     }
 }
 
-/// Reads the version-2 interval section and builds it by the one rule a fit's calibration
-/// obeys ([`Parts::build`]: the count of draws of the method, then every stored figure
-/// against its meaning). The count is checked before the draws are read.
+/// Reads the interval section (version 2; version 3 with its list of unbounded coefficients)
+/// and builds it by the one rule a fit's calibration obeys ([`Parts::build`]: the count of
+/// draws of the method, then every stored figure against its meaning, the unbounded
+/// coefficients in range, increasing, of a cluster method). The count is checked before the
+/// draws are read.
 fn read_calibration(
     r: &mut Reader,
+    version: u32,
     d1: usize,
     d2: usize,
 ) -> std::result::Result<Calibration, String> {
@@ -183,6 +206,33 @@ fn read_calibration(
     let gamma_bias = r.f64s(if reps > 0 { d2 } else { 0 })?;
     let theta_draws = r.f32s(reps * d1)?;
     let gamma_draws = r.f32s(reps * d2)?;
+    let mut unbounded = Vec::new();
+    if version >= UNBOUNDED_VERSION {
+        let count = r.u32()? as usize;
+        if count == 0 {
+            return Err(
+                "interval section: `unbounded`: a version-3 model lists at least one \
+                        unbounded coefficient (a model without is written as version 2)"
+                    .into(),
+            );
+        }
+        if count
+            .checked_mul(UNBOUNDED_ENTRY)
+            .is_none_or(|b| b > r.remaining())
+        {
+            return Err(format!(
+                "payload too short for {count} unbounded coefficients"
+            ));
+        }
+        for _ in 0..count {
+            let coefficient = r.u32()? as usize;
+            let cluster = r.u64()? as i64;
+            unbounded.push(Carried {
+                coefficient,
+                cluster,
+            });
+        }
+    }
     Parts {
         requested,
         method: resolved,
@@ -193,6 +243,7 @@ fn read_calibration(
         gamma_bias,
         theta_draws,
         gamma_draws,
+        unbounded,
     }
     .build(d1, d2)
 }
@@ -211,12 +262,15 @@ fn base_payload_len(d1: usize, d2: usize) -> Option<usize> {
 const FIXED_FIELDS: usize = 76;
 /// Bytes of the interval section without the bias and the draws.
 const SECTION_FIXED: usize = 2 + 3 * 8 + 3 * 8;
+/// Bytes of one unbounded coefficient (version 3): its index and its carrier's id.
+const UNBOUNDED_ENTRY: usize = 4 + 8;
 
 /// Checks a payload length against the dimensions at its start (read first, so a file whose
 /// length cannot hold a model of those dimensions is refused before the rest is read): exactly
 /// the version-1 layout, or in version 2 the interval section of a Wald model or of `B`
 /// draws, `B` a count some interval method holds ([`any_draw_count`]; the method's own
-/// range is checked when the section is read).
+/// range is checked when the section is read); in version 3 the section of `B` draws and a
+/// list of `U` unbounded coefficients, `1 <= U <= d1 + d2`.
 fn check_payload_len(
     version: u32,
     d1: usize,
@@ -234,26 +288,40 @@ fn check_payload_len(
     let Some(rest) = len.checked_sub(base + SECTION_FIXED) else {
         return Err(mismatch());
     };
-    if rest == 0 {
+    if rest == 0 && version < UNBOUNDED_VERSION {
         return Ok(()); // a Wald model
     }
     let per_draw = 4 * (d1 + d2);
-    match rest.checked_sub(8 * d2) {
-        Some(draws) if draws % per_draw == 0 => {
-            let reps = draws / per_draw;
-            let counts = any_draw_count();
-            if counts.contains(&reps) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "{}: its interval section holds {reps} draws; a model holds {} to {}",
-                    mismatch(),
-                    counts.start(),
-                    counts.end()
-                ))
-            }
-        }
-        _ => Err(mismatch()),
+    let draws_of = |rest: usize| match rest.checked_sub(8 * d2) {
+        Some(draws) if draws % per_draw == 0 => Some(draws / per_draw),
+        _ => None,
+    };
+    let counts = any_draw_count();
+    let reps = if version < UNBOUNDED_VERSION {
+        draws_of(rest)
+    } else {
+        // The list's length `u` that leaves a count of draws some method holds, if any.
+        let candidates = || {
+            (1..=d1 + d2)
+                .filter_map(|u| rest.checked_sub(4 + u * UNBOUNDED_ENTRY))
+                .filter_map(draws_of)
+        };
+        candidates()
+            .find(|reps| counts.contains(reps))
+            .or_else(|| candidates().next())
+    };
+    let Some(reps) = reps else {
+        return Err(mismatch());
+    };
+    if counts.contains(&reps) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: its interval section holds {reps} draws; a model holds {} to {}",
+            mismatch(),
+            counts.start(),
+            counts.end()
+        ))
     }
 }
 
@@ -298,7 +366,7 @@ fn parse_payload(p: &[u8], version: u32) -> std::result::Result<RewardModel, Str
     let calibration = if version == 1 {
         Calibration::wald(IntervalMethod::Wald)
     } else {
-        let c = read_calibration(&mut r, d1, d2)?;
+        let c = read_calibration(&mut r, version, d1, d2)?;
         if r.remaining() != 0 {
             return Err(format!("payload size does not match d1 = {d1}, d2 = {d2}"));
         }
@@ -581,7 +649,12 @@ mod tests {
                 "payload" => "truncated or padded",
                 _ => "checksum mismatch",
             };
-            assert!(msg.contains(expected), "bit {bit} ({region}): {msg}");
+            // Version 2 flipped to 3 (a supported version) reads a list the payload lacks.
+            let version_3 = region == "version" && msg.contains("payload size does not match");
+            assert!(
+                msg.contains(expected) || version_3,
+                "bit {bit} ({region}): {msg}"
+            );
         }
     }
 
@@ -598,9 +671,82 @@ mod tests {
         let msg = format_error(&seal(0, payload));
         assert!(msg.contains("version 0 is not supported"), "{msg}");
         assert_eq!(
-            from_bytes(&seal(FORMAT_VERSION, payload), "x").unwrap(),
+            from_bytes(&seal(2, payload), "x").unwrap(),
             from_bytes(&bytes, "x").unwrap()
         );
+        // A version-2 payload is no version-3 model (which lists unbounded coefficients).
+        let msg = format_error(&seal(FORMAT_VERSION, payload));
+        assert!(msg.contains("payload size does not match"), "{msg}");
+    }
+
+    /// A model whose cluster intervals leave a coefficient unbounded (one annotator carries
+    /// the expert flag) is written as version 3 with its list and reads back to the bit; the
+    /// list is checked by name behind a valid checksum (an index out of range, a duplicate,
+    /// an empty list, a method that is not a cluster method), and the same payload is refused
+    /// as version 2.
+    #[test]
+    fn unbounded_coefficients_round_trip_as_version_3_and_are_checked() {
+        let data = crate::sim::annotator_effects(12, 50, 0.6, 5);
+        let model = estimate_with(&data, IntervalMethod::Auto, None).unwrap();
+        let (d1, d2) = (model.d1(), model.d2());
+        let unbounded = model.calibration().unbounded().to_vec();
+        assert_eq!(unbounded.len(), 1);
+        assert_eq!(unbounded[0].coefficient, d1);
+        let bytes = to_bytes(&model);
+        assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 3);
+        let back = from_bytes(&bytes, "x").unwrap();
+        assert_eq!(back, model);
+        assert_eq!(back.calibration().unbounded(), &unbounded[..]);
+        assert_eq!(to_bytes(&back), bytes);
+        let payload = bytes[HEADER_LEN..bytes.len() - 4].to_vec();
+        let tail = payload.len() - (4 + UNBOUNDED_ENTRY);
+        // Coefficient index out of range.
+        let mut bad = payload.clone();
+        bad[tail + 4..tail + 8].copy_from_slice(&((d1 + d2) as u32).to_le_bytes());
+        let msg = format_error(&seal(3, &bad));
+        assert!(
+            msg.contains(&format!(
+                "`unbounded`[0] = coefficient {}: the model has {} coefficients",
+                d1 + d2,
+                d1 + d2
+            )),
+            "{msg}"
+        );
+        // The same coefficient twice.
+        let mut twice = payload.clone();
+        twice[tail..tail + 4].copy_from_slice(&2u32.to_le_bytes());
+        twice.extend_from_slice(&payload[tail + 4..]);
+        let msg = format_error(&seal(3, &twice));
+        assert!(
+            msg.contains("listed once each, in increasing order"),
+            "{msg}"
+        );
+        // An empty list is version 2's.
+        let mut empty = payload[..tail].to_vec();
+        empty.extend(0u32.to_le_bytes());
+        let msg = format_error(&seal(3, &empty));
+        assert!(
+            msg.contains("a version-3 model lists at least one unbounded coefficient"),
+            "{msg}"
+        );
+        // The list on a method that is not a cluster method.
+        let boot = to_bytes(&calibrated_model(IntervalMethod::Bootstrap));
+        let mut listed = boot[HEADER_LEN..boot.len() - 4].to_vec();
+        listed.extend(1u32.to_le_bytes());
+        listed.extend(0u32.to_le_bytes());
+        listed.extend(0i64.to_le_bytes());
+        let msg = format_error(&seal(3, &listed));
+        assert!(
+            msg.contains("`unbounded`: the percentile bootstrap lists no unbounded coefficients"),
+            "{msg}"
+        );
+        // Version 2 reads no list: the payload's tail is left over.
+        let msg = format_error(&seal(2, &payload));
+        assert!(msg.contains("payload size does not match"), "{msg}");
+        // Without its list the section is an ordinary cluster model's: the list, not the
+        // draws, is what makes gamma[0] unbounded.
+        let plain = from_bytes(&seal(2, &payload[..tail]), "x").unwrap();
+        assert!(plain.calibration().unbounded().is_empty());
     }
 
     #[test]
@@ -610,7 +756,7 @@ mod tests {
         // theta[0] starts after the fixed fields: 8+4+4+4*1+3*8+4*8 = 76 bytes.
         let mut nan_theta = payload.clone();
         nan_theta[76..84].copy_from_slice(&f64::NAN.to_le_bytes());
-        let v = FORMAT_VERSION;
+        let v = 2; // the version of a model without unbounded coefficients
         assert!(format_error(&seal(v, &nan_theta)).contains("non-finite value NaN in `theta`"));
         let mut big_d1 = payload.clone();
         big_d1[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
