@@ -111,7 +111,7 @@ const ROW_BLOCK: usize = 1024;
 /// The [`Leverage`] diagnostics of the fit `params` of `data` (which must have cluster ids).
 /// One information matrix `I` (one Gram product, `n p^2 / 2` multiply-adds) and its inverse
 /// (`p^3`), then every row's `r_i = sqrt(w_i) I^-1 g_i` (`n p^2` multiply-adds, blocks of
-/// [`ROW_BLOCK`] rows taken annotator by annotator): `L_g = sum_{i in g} sqrt(w_i) g_i . r_i`
+/// 1,024 rows taken annotator by annotator): `L_g = sum_{i in g} sqrt(w_i) g_i . r_i`
 /// and `(I^-1 I_g I^-1)_jj = sum_{i in g} r_ij^2`. No `p x p` matrix per annotator is formed
 /// (with a thousand annotators and `p` in the thousands those would not fit in memory). The
 /// sums run in a fixed order: results do not depend on the thread count.
