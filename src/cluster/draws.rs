@@ -65,6 +65,11 @@ pub fn one_step_deltas(
     clusters: &Clusters,
 ) -> Result<std::result::Result<Vec<DVector<f64>>, Obstacle>> {
     let carried = carried_by_one(data, clusters);
+    if carried.len() == data.n_params() {
+        // No coefficient has a leave-one-out estimate: every interval is unbounded, and the
+        // draws (the estimate, unmoved) are never read.
+        return Ok(Ok(vec![DVector::zeros(data.n_params()); clusters.len()]));
+    }
     let h = observed_hessian(data, params) * data.n() as f64;
     let sums = cluster_sums(data, params, clusters);
     let deltas: Vec<std::result::Result<DVector<f64>, Obstacle>> = sums
@@ -84,6 +89,10 @@ pub fn one_step_deltas(
                 };
             }
             let free: Vec<usize> = (0..s.len()).filter(|j| !held.contains(j)).collect();
+            if free.is_empty() {
+                // Without `g` no coefficient has an estimate: every one is unbounded.
+                return Ok(DVector::zeros(s.len()));
+            }
             let restricted = without.select_rows(&free).select_columns(&free);
             match spd_inverse(&restricted, "the observed Hessian without one cluster") {
                 Ok(inv) => {
@@ -143,6 +152,15 @@ pub fn jackknife(
     cancel: Option<&AtomicBool>,
 ) -> Result<Draws> {
     let carried = carried_by_one(data, clusters);
+    if carried.len() == data.n_params() {
+        // As in `one_step_deltas`: every interval is unbounded, no refit is needed.
+        let unmoved = (0..clusters.len()).map(|_| (params.clone(), true));
+        return Ok(Draws::collect(
+            unmoved,
+            params.theta.len(),
+            params.gamma.len(),
+        ));
+    }
     let settings = Settings::new(data, estimator, cancel);
     let runs: Result<Vec<(Params, bool)>> = (0..clusters.len())
         .into_par_iter()

@@ -99,10 +99,76 @@ impl Obstacle {
     }
 }
 
-/// Every coefficient whose covariate is non-zero in one cluster's rows only, with that
-/// cluster, in coefficient order. `O(n (d1 + d2))`. A covariate zero everywhere is no
-/// cluster's (the fit's own information check refuses it).
+/// Every coefficient the data without one cluster cannot estimate, with that cluster, in
+/// coefficient order:
+///
+/// * a coefficient whose covariate is non-zero in one cluster's rows only (`O(n (d1 + d2))`;
+///   a covariate zero everywhere is no cluster's: the fit's own information check refuses it);
+/// * every coefficient not listed already, when without some cluster the rationality's
+///   covariates cannot tell its level from the rewards' scale ([`scale_carriers`]: e.g. five
+///   experts and one non-expert — without the non-expert the expert flag's column is
+///   `psi0`'s, and `sigma theta` is unchanged by scaling theta and the rationality inversely).
+///   The first such cluster (by id) is named.
 pub(crate) fn carried_by_one(data: &Dataset, clusters: &Clusters) -> Vec<Carried> {
+    let mut carried = zero_elsewhere(data, clusters);
+    if let Some(&g) = scale_carriers(data, clusters).first() {
+        let p = data.d1() + data.d2();
+        let listed: Vec<usize> = carried.iter().map(|c| c.coefficient).collect();
+        carried.extend((0..p).filter(|j| !listed.contains(j)).map(|j| Carried {
+            coefficient: j,
+            cluster: clusters.id(g),
+        }));
+        carried.sort_by_key(|c| c.coefficient);
+    }
+    carried
+}
+
+/// Below this ratio of the smallest to the largest eigenvalue, the rationality's design
+/// without a cluster is taken as singular (exact collinearity gives ~1e-16).
+const SINGULAR_RATIO: f64 = 1e-10;
+
+/// The clusters (ranks, increasing) without which `[psi0 | psi]` — the rationality's design,
+/// `d2 + 1` columns — has a null direction in which `psi0` takes part: the other clusters'
+/// rationality covariates reproduce its constant level, so the leave-one-out likelihood
+/// cannot tell the rationality's level from the rewards' scale and no coefficient has a
+/// leave-one-out estimate. `O(n d2^2 + G d2^3)`: the design's Gram matrix minus each
+/// cluster's.
+pub(crate) fn scale_carriers(data: &Dataset, clusters: &Clusters) -> Vec<usize> {
+    use nalgebra::DMatrix;
+    let q = data.d2() + 1;
+    let design = |i: usize| std::iter::once(data.psi0()[i]).chain(data.psi_row(i).iter().copied());
+    let gram_of = |rows: &[usize]| {
+        let mut m = DMatrix::<f64>::zeros(q, q);
+        for &i in rows {
+            let r: Vec<f64> = design(i).collect();
+            for a in 0..q {
+                for b in 0..q {
+                    m[(a, b)] += r[a] * r[b];
+                }
+            }
+        }
+        m
+    };
+    let blocks: Vec<DMatrix<f64>> = (0..clusters.len())
+        .map(|g| gram_of(clusters.rows(g)))
+        .collect();
+    let total = blocks.iter().fold(DMatrix::zeros(q, q), |acc, b| acc + b);
+    (0..clusters.len())
+        .filter(|&g| {
+            let without = &total - &blocks[g];
+            let eig = nalgebra::SymmetricEigen::new(without);
+            let largest = eig.eigenvalues.iter().fold(0.0f64, |m, &v| m.max(v.abs()));
+            (0..q).any(|k| {
+                eig.eigenvalues[k] <= SINGULAR_RATIO * largest
+                    && eig.eigenvectors[(0, k)].abs() > 1e-6
+            })
+        })
+        .collect()
+}
+
+/// Every coefficient whose covariate is non-zero in one cluster's rows only, with that
+/// cluster, in coefficient order.
+fn zero_elsewhere(data: &Dataset, clusters: &Clusters) -> Vec<Carried> {
     let (d1, d2) = (data.d1(), data.d2());
     let z = |i: usize, j: usize| match data.features() {
         FeatureMatrix::F64(v) => v[i * d1 + j] != 0.0,
@@ -130,13 +196,43 @@ pub(crate) fn carried_by_one(data: &Dataset, clusters: &Clusters) -> Vec<Carried
         .collect()
 }
 
-/// The coefficients of [`carried_by_one`] in plain words, one sentence each (empty input:
-/// `None`).
+/// The coefficients of [`carried_by_one`] in plain words, one sentence per annotator (empty
+/// input: `None`): [`Carried::describe`] for an annotator that carries one coefficient; for
+/// one that carries several, their names (the first eight, then how many more) and why.
 pub(crate) fn describe_all(carried: &[Carried], d1: usize) -> Option<String> {
-    (!carried.is_empty()).then(|| {
-        carried
+    let mut annotators: Vec<i64> = Vec::new();
+    for c in carried {
+        if !annotators.contains(&c.cluster) {
+            annotators.push(c.cluster);
+        }
+    }
+    let sentence = |cluster: i64| {
+        let mine: Vec<&Carried> = carried.iter().filter(|c| c.cluster == cluster).collect();
+        if let [one] = mine[..] {
+            return one.describe(d1);
+        }
+        const SHOWN: usize = 8;
+        let mut names: Vec<String> = mine
             .iter()
-            .map(|c| c.describe(d1))
+            .take(SHOWN)
+            .map(|c| coefficient_name(c.coefficient, d1))
+            .collect();
+        if mine.len() > SHOWN {
+            names.push(format!("and {} more", mine.len() - SHOWN));
+        }
+        format!(
+            "{} rest on annotator {cluster} alone (their covariates are zero in every other \
+             annotator's rows, or the other annotators' rationality covariates cannot tell the \
+             rationality's level from the rewards' scale): without annotator {cluster} the data \
+             cannot estimate them, so their intervals, and those of every reward or rationality \
+             that puts weight on them, are unbounded",
+            names.join(", ")
+        )
+    };
+    (!carried.is_empty()).then(|| {
+        annotators
+            .into_iter()
+            .map(sentence)
             .collect::<Vec<_>>()
             .join("; ")
     })

@@ -494,6 +494,65 @@ fn a_coefficient_carried_by_one_annotator_has_an_unbounded_interval() {
     }
 }
 
+/// Five experts and one non-expert (B's finding in the small-team study: `auto` reported
+/// finite intervals that covered gamma_expert 0.64): without the non-expert the expert flag's
+/// column equals `psi0`'s, the leave-one-out likelihood cannot tell the rationality's level
+/// from the rewards' scale, and no coefficient has a leave-one-out estimate. Every cluster
+/// method fits, records every coefficient as unbounded with the non-expert's id, and says so
+/// in one sentence; the detector names exactly that annotator.
+#[test]
+fn without_the_only_non_expert_every_interval_is_unbounded() {
+    use crate::calibrate::IntervalMethod;
+    use crate::sim::annotator_effects_sized;
+    let non_experts = |d: &Dataset| {
+        let clusters = Clusters::of(d).unwrap();
+        (0..clusters.len())
+            .filter(|&g| d.psi_row(clusters.rows(g)[0])[0] == 0.0)
+            .collect::<Vec<_>>()
+    };
+    let (data, lone) = (0..5_000u64)
+        .filter_map(|s| annotator_effects_sized(&[50; 6], 0.6, 90_000 + s).ok())
+        .find_map(|d| match non_experts(&d)[..] {
+            [g] if estimate_with(&d, IntervalMethod::Wald).is_ok() => Some((d.clone(), g)),
+            _ => None,
+        })
+        .expect("a seed with exactly one non-expert");
+    let clusters = Clusters::of(&data).unwrap();
+    assert_eq!(identified::scale_carriers(&data, &clusters), vec![lone]);
+    // One expert of twelve is no scale carrier: the flag is zero elsewhere, not psi0's.
+    let one_expert = annotator_effects(12, 50, 0.6, ONE_EXPERT_SEED);
+    let clusters12 = Clusters::of(&one_expert).unwrap();
+    assert!(identified::scale_carriers(&one_expert, &clusters12).is_empty());
+    let id = clusters.id(lone);
+    let p = data.d1() + data.d2();
+    for method in [
+        IntervalMethod::ClusterJackknife,
+        IntervalMethod::ClusterOneStep,
+        IntervalMethod::Auto,
+    ] {
+        let model = estimate_with(&data, method).unwrap();
+        let c = model.calibration();
+        let want: Vec<Carried> = (0..p)
+            .map(|coefficient| Carried {
+                coefficient,
+                cluster: id,
+            })
+            .collect();
+        assert_eq!(c.unbounded(), &want[..], "{method:?}");
+        let why = c.unbounded_description(data.d1()).unwrap();
+        assert!(
+            why.contains(&format!("rest on annotator {id} alone")),
+            "{why}"
+        );
+        assert!(why.contains("theta[0], theta[1]"), "{why}");
+        for row in model.coefficients(0.05).unwrap().rows() {
+            assert!(row.interval().is_unbounded(), "{method:?}: {row:?}");
+        }
+        let r = model.score(&[1.0, 0.5, -0.5, 0.2, 0.0, 1.0], 0.05).unwrap();
+        assert!(r.is_unbounded());
+    }
+}
+
 /// The leave-one-out estimate without the carrier holds the carried coefficient at the
 /// estimate: the one-step's draw equals, to first order, the refit of the data without the
 /// carrier and without the carried covariate's column, and the exact jackknife's draw is that
