@@ -396,6 +396,13 @@ const TWO_EXPERTS_SEED: u64 = 9;
 /// A seed of `annotator_effects(12, 50, 0.6, seed)` with one expert.
 const ONE_EXPERT_SEED: u64 = 5;
 
+/// Every way a user asks for cluster intervals: the two methods and `auto` on clustered data.
+const CLUSTER_METHODS: [crate::calibrate::IntervalMethod; 3] = [
+    crate::calibrate::IntervalMethod::ClusterJackknife,
+    crate::calibrate::IntervalMethod::ClusterOneStep,
+    crate::calibrate::IntervalMethod::Auto,
+];
+
 /// Issue 31, the first scenario: `auto` failed with "singular information ... (pivot 7)" on
 /// 6 annotators of whom 2 are experts. It now falls back to the exact refits (the estimator's
 /// own fallback), stored as `cluster-jackknife` with `requested = auto`, and an explicit
@@ -442,15 +449,10 @@ fn the_expert(data: &Dataset) -> i64 {
 /// finite intervals from their leave-one-annotator-out draws.
 #[test]
 fn a_coefficient_carried_by_one_annotator_has_an_unbounded_interval() {
-    use crate::calibrate::IntervalMethod;
     let data = annotator_effects(12, 50, 0.6, ONE_EXPERT_SEED);
     let expert = the_expert(&data);
     let d1 = data.d1();
-    for method in [
-        IntervalMethod::ClusterJackknife,
-        IntervalMethod::ClusterOneStep,
-        IntervalMethod::Auto,
-    ] {
+    for method in CLUSTER_METHODS {
         let model = estimate_with(&data, method).unwrap();
         let c = model.calibration();
         assert!(c.method().is_cluster(), "{method:?}");
@@ -525,11 +527,7 @@ fn without_the_only_non_expert_every_interval_is_unbounded() {
     assert!(identified::scale_carriers(&one_expert, &clusters12).is_empty());
     let id = clusters.id(lone);
     let p = data.d1() + data.d2();
-    for method in [
-        IntervalMethod::ClusterJackknife,
-        IntervalMethod::ClusterOneStep,
-        IntervalMethod::Auto,
-    ] {
+    for method in CLUSTER_METHODS {
         let model = estimate_with(&data, method).unwrap();
         let c = model.calibration();
         let want: Vec<Carried> = (0..p)
