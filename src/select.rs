@@ -715,6 +715,12 @@ mod tests {
         let l =
             crate::linalg::cholesky(&(crate::testing::random_spd(d1, seed + 1) * cov_scale), "A")
                 .unwrap();
+        wald_with(theta, l)
+    }
+
+    /// A Wald model with estimate `theta` (one rationality feature, gamma 0), `theta_factor`
+    /// the lower Cholesky factor of theta's covariance, fitted on 1,000 rows.
+    fn wald_with(theta: Vec<f64>, theta_factor: nalgebra::DMatrix<f64>) -> RewardModel {
         let report = model(IntervalMethod::Wald).report().clone();
         RewardModel::from_parts(
             crate::model::Params {
@@ -724,7 +730,7 @@ mod tests {
             1000,
             crate::covariance::CovarianceKind::Expected,
             report,
-            l,
+            theta_factor,
             nalgebra::DMatrix::identity(1, 1),
         )
         .unwrap()
@@ -855,19 +861,7 @@ mod tests {
         let draws: Vec<f32> = (0..reps * d1)
             .map(|i| (theta[i % d1] + offset[i % d1] + spread * normal()) as f32)
             .collect();
-        let report = model(IntervalMethod::Wald).report().clone();
-        let wald = RewardModel::from_parts(
-            crate::model::Params {
-                theta,
-                gamma: vec![0.0],
-            },
-            1000,
-            crate::covariance::CovarianceKind::Expected,
-            report,
-            nalgebra::DMatrix::identity(d1, d1) * spread,
-            nalgebra::DMatrix::identity(1, 1),
-        )
-        .unwrap();
+        let wald = wald_with(theta, nalgebra::DMatrix::identity(d1, d1) * spread);
         let cal = Calibration::from_parts(
             Parts {
                 requested: IntervalMethod::Bootstrap,
