@@ -129,7 +129,7 @@ def make_engine(name, sources, request, **options):
         return hd.LocalEngine(sources), None
     if name == "dask":
         client = request.getfixturevalue("dask_client")
-        client.wait_for_workers(2, timeout=60)
+        settle_dask(client)
         eng = hd.DaskEngine(client, sources, **options)
         return eng, lambda k: dask_pids(client, eng, k)
     if name == "ray":
@@ -141,10 +141,31 @@ def make_engine(name, sources, request, **options):
     return eng, lambda k: spark_pids(eng, k)
 
 
+def settle_dask(client, workers=2, timeout=60.0):
+    """Waits until the scheduler lists ``workers`` workers and every one of them answers.
+
+    ``wait_for_workers`` alone is not enough after a kill: the scheduler may still list the
+    killed worker (and count it) until it notices the lost connection, and an engine built
+    then places shards on a dead address (CI flake of 2026-11-29: a frozen-worker round whose
+    shards moved off a worker already gone, so no round timed out)."""
+    client.wait_for_workers(workers, timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = set(client.scheduler_info()["workers"])
+        answers = client.run(os.getpid, on_error="return")
+        alive = {w for w, pid in answers.items() if isinstance(pid, int)}
+        if len(listed) == workers and alive == listed:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Dask cluster not settled after {timeout} s: "
+                               f"listed {sorted(listed)}, answering {sorted(alive)}")
+        time.sleep(0.1)
+
+
 def restore(name, request):
     """Gives the next test a whole cluster (the Dask nanny restarts a killed worker)."""
     if name == "dask":
-        request.getfixturevalue("dask_client").wait_for_workers(2, timeout=60)
+        settle_dask(request.getfixturevalue("dask_client"))
 
 
 # --- killed worker -----------------------------------------------------------------------
