@@ -1735,6 +1735,12 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
                 .install(|| hetreward::cluster::heterogeneity_of_fit(&data, &model))
                 .unwrap();
             timed(&mut rows, "heterogeneity", t);
+            // ... and the annotators' leverage beside it.
+            let t = Instant::now();
+            pool(cfg.threads)
+                .install(|| hetreward::cluster::leverage::leverage_of_fit(&data, &model))
+                .unwrap();
+            timed(&mut rows, "leverage", t);
         }
         let t = Instant::now();
         std::fs::write(&model_path, model_file::to_bytes(&model)).unwrap();

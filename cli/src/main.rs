@@ -689,10 +689,11 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
         })?),
         None => None,
     };
-    // Beside it, the annotators' leverage: which coefficients rest on few annotators.
+    // Beside it, the annotators' leverage: which coefficients rest on few annotators (from
+    // the model's covariance too).
     let leverage = match data.cluster() {
         Some(_) => Some(hetreward::parallel::run_in_pool(args.threads, || {
-            hetreward::cluster::leverage::leverage(&data, model.params())
+            hetreward::cluster::leverage::leverage_of_fit(&data, &model)
         })?),
         None => None,
     };
