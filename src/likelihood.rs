@@ -377,25 +377,34 @@ pub fn expected_information(data: &Dataset, params: &Params) -> DMatrix<f64> {
     ))
 }
 
-/// The rows `sqrt(w_i) g_i` of the expected information for the rows `rows` of `data`
-/// (`rows.len() x (d1+d2)`): [`expected_information`] is `(1/n)` times the sum of their outer
-/// products over every row. For products of a few rows with a `p x p` matrix (the
-/// annotators' leverage) without forming a matrix per annotator.
-pub(crate) fn information_rows(data: &Dataset, params: &Params, rows: &[usize]) -> DMatrix<f64> {
-    let d1 = data.d1();
-    let mut out = DMatrix::zeros(rows.len(), data.n_params());
-    let mut g = vec![0.0; data.n_params()];
+/// The rows `sqrt(w_i) g_i` of the expected information for the rows `rows` of `data`,
+/// written row-major into `out` (`rows.len() x (d1+d2)`) in precision `T` (rounded from
+/// double): [`expected_information`] is `(1/n)` times the sum of their outer products over
+/// every row. For products of a few rows with a `p x p` matrix (the annotators' leverage)
+/// without forming a matrix per annotator.
+pub(crate) fn information_rows<T: Scalar>(
+    data: &Dataset,
+    params: &Params,
+    rows: &[usize],
+    out: &mut [T],
+) {
+    let (d1, p) = (data.d1(), data.n_params());
+    assert_eq!(
+        out.len(),
+        rows.len() * p,
+        "information_rows: out is not rows x p"
+    );
+    let mut g = vec![0.0; p];
     with_features!(data, |z| {
-        for (r, &i) in rows.iter().enumerate() {
+        for (&i, out_row) in rows.iter().zip(out.chunks_mut(p.max(1))) {
             let zi = row(z, d1, i);
             let st = row_terms_without_loss(data, zi, params, i);
             fill_g(data, zi, i, &st, st.weight.sqrt(), &mut g);
-            for (j, &v) in g.iter().enumerate() {
-                out[(r, j)] = v;
+            for (o, &v) in out_row.iter_mut().zip(&g) {
+                *o = T::from_f64(v);
             }
         }
     });
-    out
 }
 
 /// The theta block of the expected information at `theta = 0, gamma = 0`,

@@ -185,6 +185,51 @@ fn inverse_from_model(data: &Dataset, model: &RewardModel) -> Result<DMatrix<f64
     Ok(inv)
 }
 
+/// The sums over one block of rows of their annotators (ranks `first..first + len`):
+/// `sqrt(w_i) g_i . r_i` per annotator and `r_ij^2` per annotator and coefficient.
+struct BlockSums {
+    first: usize,
+    leverage: Vec<f64>,
+    variance: Vec<f64>,
+}
+
+/// [`BlockSums`] of the rows `rows` (whose annotators' ranks are `owners`, increasing), with
+/// `r_i = I^-1 sqrt(w_i) g_i` from one sequential GEMM in precision `T` against `inv_t` (the
+/// inverse information, `p x p`) and the sums in double.
+fn block_sums<T: Scalar>(
+    data: &Dataset,
+    params: &Params,
+    rows: &[usize],
+    owners: &[usize],
+    inv_t: &[T],
+) -> BlockSums {
+    let (k, p) = (rows.len(), data.n_params());
+    let mut x = vec![T::default(); k * p];
+    information_rows(data, params, rows, &mut x);
+    let mut r = vec![T::default(); k * p];
+    gemm_row_block(&mut r, &x, k, inv_t, p);
+    let first = owners[0];
+    let count = owners[k - 1] - first + 1;
+    let mut leverage = vec![0.0; count];
+    let mut variance = vec![0.0; count * p];
+    for ((&g, xk), rk) in owners.iter().zip(x.chunks(p)).zip(r.chunks(p)) {
+        let g = g - first;
+        let var = &mut variance[g * p..(g + 1) * p];
+        let mut lev = 0.0;
+        for ((v, &xkj), &rkj) in var.iter_mut().zip(xk).zip(rk) {
+            let (xkj, rkj) = (xkj.to_f64(), rkj.to_f64());
+            lev += rkj * xkj;
+            *v += rkj * rkj;
+        }
+        leverage[g] += lev;
+    }
+    BlockSums {
+        first,
+        leverage,
+        variance,
+    }
+}
+
 /// The diagnostics given `inv`, the inverse of the summed expected information at `params`.
 fn from_inverse<T: Scalar>(
     data: &Dataset,
@@ -205,26 +250,20 @@ fn from_inverse<T: Scalar>(
         .zip(owner.chunks(ROW_BLOCK))
         .collect();
     for batch in blocks.chunks(BLOCKS_IN_FLIGHT) {
-        // The blocks of a batch in parallel (one sequential GEMM each), their sums in order:
-        // results do not depend on the thread count.
-        let products: Vec<(Vec<f64>, Vec<T>)> = batch
+        // The blocks of a batch in parallel, each summed over its own annotators' rows; the
+        // blocks' sums then added in order: results do not depend on the thread count.
+        let sums: Vec<BlockSums> = batch
             .par_iter()
-            .map(|(rows, _)| {
-                let x = information_rows(data, params, rows).transpose(); // row-major
-                let x_t: Vec<T> = x.iter().map(|&v| T::from_f64(v)).collect();
-                let mut r = vec![T::default(); rows.len() * p];
-                gemm_row_block(&mut r, &x_t, rows.len(), &inv_t, p);
-                (x.as_slice().to_vec(), r)
-            })
+            .map(|&(rows, owners)| block_sums(data, params, rows, owners, &inv_t))
             .collect();
-        for ((_, owners), (x, r)) in batch.iter().zip(products) {
-            for ((&g, xk), rk) in owners.iter().zip(x.chunks(p)).zip(r.chunks(p)) {
-                let var = &mut variance[g * p..(g + 1) * p];
-                for ((v, &xkj), &rkj) in var.iter_mut().zip(xk).zip(rk) {
-                    let rkj = rkj.to_f64();
-                    lev_of[g] += rkj * xkj;
-                    *v += rkj * rkj;
-                }
+        for s in sums {
+            let count = s.leverage.len();
+            for (l, v) in lev_of[s.first..s.first + count].iter_mut().zip(&s.leverage) {
+                *l += v;
+            }
+            let var = &mut variance[s.first * p..(s.first + count) * p];
+            for (v, x) in var.iter_mut().zip(&s.variance) {
+                *v += x;
             }
         }
     }
