@@ -622,8 +622,10 @@ fn random_params(data: &Dataset, rng: &mut impl Rng) -> Params {
 
 /// Newton-CG solves the homogeneous start to this fraction of its initial gradient norm (or
 /// the fit's tolerance, if tighter): it is only a start, and the joint run that follows (for
-/// d2 = 0, the same problem) goes on to the tolerance.
-const HOMOGENEOUS_START_RTOL: f64 = 1e-4;
+/// d2 = 0, the same problem) goes on to the tolerance. At 1e-4 the heavy-tailed paper-scale
+/// file (BENCHMARKS.md) spent 8 of its 14 start steps with |g| between 0.02 and 0.23 while
+/// the NLL moved by 5e-4, against 0.017 in the joint run, which took 9 steps either way.
+const HOMOGENEOUS_START_RTOL: f64 = 1e-2;
 /// Gradient tolerance of dense Newton's homogeneous start.
 const HOMOGENEOUS_DENSE_TOL: f64 = 1e-10;
 /// Iteration cap of the homogeneous start.
