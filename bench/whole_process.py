@@ -7,7 +7,9 @@ in the same run the baseline: one OpenBLAS dsyrk of the file's z (`Z^T Z`, n x d
 the floor of the covariance's dominant product. Given the paper_scale benchmark (`--bench`),
 each round also runs its `process` workload on the file, which times the process's phases and
 its own floor on this machine: one read of the file + one f64 Gram (the covariance's
-information) + one f32 Gram of z (the preconditioner's). Prints the medians, each round's load
+information) + one f32 Gram of z (the preconditioner's), and for a file with cluster ids the
+f32 product of the n x p information rows by the p x p inverse (the leverage diagnostic's).
+Prints the medians, each round's load
 average, the ratios (to the dsyrk, to the floor) and a JSON line.
 
     cargo bench --bench paper_scale -- --precision f64 --only none --write-training /tmp/paper.safetensors
@@ -97,8 +99,10 @@ def main():
         med = {k: statistics.median(p[k] for p in phases) for k in keys}
         fl = med["floor_s"]
         fl_ratio = statistics.median(p["floor_s"] / d for p, d in zip(phases, floor))
+        leverage = (f" + leverage f32 product {med['floor_leverage_f32']:.3f}"
+                    if "floor_leverage_f32" in med else "")
         print(f"floor (read {med['fs_read_floor']:.3f} + f64 Gram {med['floor_gram_f64']:.3f} + "
-              f"f32 Gram {med['floor_gram_f32']:.3f})  {fl:8.3f} s = {fl_ratio:5.2f}x dsyrk")
+              f"f32 Gram {med['floor_gram_f32']:.3f}{leverage})  {fl:8.3f} s = {fl_ratio:5.2f}x dsyrk")
         print("in-process phases: " + ", ".join(f"{k} {v:.3f}" for k, v in med.items()
                                                  if "floor" not in k))
         out["floor_s"], out["floor_ratio"], out["phases"] = fl, fl_ratio, med
