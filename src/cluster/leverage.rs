@@ -108,9 +108,9 @@ impl Leverage {
 }
 
 /// Rows multiplied by the inverse information at a time (the annotators' rows one after
-/// another, a block spanning several small annotators): memory `O(p^2 + ROW_BLOCK p)`
-/// whatever the annotators' number and sizes, and the inverse is streamed once per block,
-/// not once per annotator.
+/// another, a block spanning several small annotators): memory
+/// `O(p^2 + BLOCKS_IN_FLIGHT ROW_BLOCK p)` whatever the annotators' number and sizes, and the
+/// inverse is streamed once per block, not once per annotator.
 const ROW_BLOCK: usize = 1024;
 /// The precision of the rows' products with the inverse information (`n p^2` multiply-adds,
 /// the diagnostic's cost): single, at about twice double's speed, with every sum over rows in
@@ -392,9 +392,6 @@ mod tests {
         Dataset::new(d1, 0, z, vec![1.0; n], vec![], y, Some(cluster)).unwrap()
     }
 
-    /// Brute force from the definition: `I_g` row by row (`w_i g_i g_i^T` with `g_i` from
-    /// finite-free formulas of the homogeneous model `u = theta . z`), `I^-1`, traces and
-    /// the diagonal of `I^-1 I_g I^-1`; and `G*` as Carter et al.'s `G / (1 + CV^2)`.
     /// [`leverage`] with its products in precision `T`.
     fn leverage_in<T: Scalar>(data: &Dataset, params: &Params) -> Leverage {
         let total = expected_information(data, params) * data.n() as f64;
@@ -446,6 +443,10 @@ mod tests {
         }
     }
 
+    /// Brute force from the definition: `I_g` row by row (`w_i g_i g_i^T` with `g_i` from
+    /// finite-free formulas of the homogeneous model `u = theta . z`), `I^-1`, traces and
+    /// the diagonal of `I^-1 I_g I^-1`; and `G*` as Carter et al.'s `G / (1 + CV^2)`; all
+    /// within `tol`.
     fn check_against_the_definition(data: &Dataset, params: &Params, lev: &Leverage, tol: f64) {
         let (p, n) = (3, data.n());
         let clusters = Clusters::of(data).unwrap();
