@@ -527,8 +527,9 @@ def test_leverage_diagnostics(data):
             lev = m.leverage(ds)
     assert list(lev["cluster_ids"]) == list(range(20))
     assert lev["partial"].shape == (20, p)
-    assert lev["leverage"].sum() == pytest.approx(p, rel=1e-10)
-    assert np.allclose(lev["partial"].sum(axis=0), 1.0, atol=1e-10)
+    # Products in single precision, sums in double (docs/diagnostics.md): 1e-6.
+    assert lev["leverage"].sum() == pytest.approx(p, rel=1e-6)
+    assert np.allclose(lev["partial"].sum(axis=0), 1.0, atol=1e-6)
     assert np.allclose(lev["effective"], 1.0 / (lev["partial"] ** 2).sum(axis=0), rtol=1e-10)
     assert lev["max_leverage"] == lev["leverage"].max()
     assert lev["max_leverage_cluster"] == int(np.argmax(lev["leverage"]))
