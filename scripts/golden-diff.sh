@@ -36,7 +36,7 @@ record() {
     dir=$(cd "$dir" && pwd)
     cargo build --release --quiet
     HETREWARD_GOLDEN_DIR="$dir" cargo test --release --quiet --test golden_dump -- --ignored >/dev/null
-    local bin=target/release/hetreward
+    local bin=${CARGO_TARGET_DIR:-target}/release/hetreward
     fit() { # name data [fit options...]
         local name=$1 data=$2
         shift 2
