@@ -36,10 +36,11 @@
 
 use super::clusters::Clusters;
 use super::heterogeneity::coefficient_name;
+use super::GammaBlocks;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::fitted::RewardModel;
-use crate::likelihood::{expected_information, gamma_blocks, information_rows};
+use crate::likelihood::{expected_information, information_rows};
 use crate::linalg::{
     cholesky, gemm_row_block, lower_inverse_in_place, matmul, spd_inverse, Scalar,
 };
@@ -155,26 +156,38 @@ pub fn leverage_of_fit(data: &Dataset, model: &RewardModel) -> Result<Leverage> 
         return leverage(data, model.params());
     }
     let clusters = Clusters::of(data)?;
-    let inv = inverse_from_model(data, model)?;
-    from_inverse::<Product>(data, model.params(), &clusters, &inv)
+    let blocks = super::gamma_blocks_of(data, model.params());
+    of_expected_fit(data, model, &clusters, &blocks)
+}
+
+/// [`leverage_of_fit`] of a model that is the `expected` fit of `data`
+/// (`RewardModel::is_expected_fit_of`), given the information's gamma blocks at its
+/// estimate (`super::gamma_blocks_of`, shared with the heterogeneity diagnostic).
+pub(super) fn of_expected_fit(
+    data: &Dataset,
+    model: &RewardModel,
+    clusters: &Clusters,
+    blocks: &GammaBlocks,
+) -> Result<Leverage> {
+    let inv = inverse_from_model(model, blocks)?;
+    from_inverse::<Product>(data, model.params(), clusters, &inv)
 }
 
 /// The inverse of the summed expected information `(n I)^-1` from a model whose covariance is
 /// that inverse: with `I = [[A, B], [B^T, D]]` (theta first) and `Y = B D^-1`, the inverse is
 /// `[[V, -V Y], [-(V Y)^T, Cov(gamma_hat)]]` where `V = L L^T = Cov(theta_hat)` (the model's
 /// factor, the Schur complement's inverse over `n`) and `Cov(gamma_hat)` the model's gamma
-/// block. `B` and `D` come from one pass ([`gamma_blocks`], `n d1 d2`); `V` costs `d1^3`.
-fn inverse_from_model(data: &Dataset, model: &RewardModel) -> Result<DMatrix<f64>> {
-    let (d1, d2) = (data.d1(), data.d2());
+/// block. `B` and `D` are the gamma blocks at the estimate (`blocks`); `V` costs `d1^3`.
+fn inverse_from_model(model: &RewardModel, blocks: &GammaBlocks) -> Result<DMatrix<f64>> {
     let l = model.theta_cov_factor();
+    let (d1, d2) = (l.nrows(), model.gamma_cov().nrows());
     let v = matmul(l, &l.transpose());
     let mut inv = DMatrix::zeros(d1 + d2, d1 + d2);
     inv.view_mut((0, 0), (d1, d1)).copy_from(&v);
-    if d2 > 0 {
-        let (b, _, d) = gamma_blocks(data, model.params());
-        let mut ld_inv = cholesky(&d, "the expected information (its gamma block)")?;
+    if let Some((b, _, d)) = blocks {
+        let mut ld_inv = cholesky(d, "the expected information (its gamma block)")?;
         lower_inverse_in_place(&mut ld_inv);
-        let y = matmul(&b, &ld_inv.tr_mul(&ld_inv));
+        let y = matmul(b, &ld_inv.tr_mul(&ld_inv));
         let cross = -matmul(&v, &y);
         inv.view_mut((0, d1), (d1, d2)).copy_from(&cross);
         inv.view_mut((d1, 0), (d2, d1))
@@ -660,6 +673,38 @@ mod tests {
             leverage_of_fit(&data, &observed).unwrap(),
             leverage(&data, observed.params()).unwrap()
         );
+    }
+
+    /// The inverse rebuilt from a model's covariance (`L L^T` and the gamma blocks) is the
+    /// inverse of the summed information computed afresh, to 1e-10, with dense and one-hot
+    /// covariates and none.
+    #[test]
+    fn inverse_from_the_model_is_the_summed_informations_inverse() {
+        use crate::covariance::CovarianceKind;
+        use crate::sim::{high_dimensional, homogeneous, one_hot_groups};
+        let cases = [
+            high_dimensional(1500, 60, 5, 3).0,
+            one_hot_groups(2000, &[0.7, -0.4, 0.3, 0.5], &[0.4, -0.3, 0.2], 4),
+            homogeneous(1000, &[0.6, -0.5, 0.4], 5),
+        ];
+        for data in cases {
+            let model = RewardModel::estimate(
+                &data,
+                &FitOptions::default(),
+                CovarianceKind::Expected,
+                &FitControl::default(),
+            )
+            .unwrap();
+            let got = inverse_from_model(
+                &model,
+                &super::super::gamma_blocks_of(&data, model.params()),
+            )
+            .unwrap();
+            let total = expected_information(&data, model.params()) * data.n() as f64;
+            let want = spd_inverse(&total, "test").unwrap();
+            let err = (&got - &want).abs().max();
+            assert!(err <= 1e-10 * want.abs().max(), "d2 {}: {err:e}", data.d2());
+        }
     }
 
     #[test]
