@@ -20,7 +20,9 @@ use crate::interval::effective_df;
 #[cfg(doc)]
 use crate::likelihood::gamma_blocks;
 use crate::likelihood::{cluster_score_sums, expected_information};
-use crate::linalg::{cholesky, lower_inverse_in_place, matmul, matmul_tn};
+use crate::linalg::{
+    cholesky, lower_inverse_in_place, lower_matmul, lower_matmul_tn, matmul, matmul_tn,
+};
 use crate::model::Params;
 use nalgebra::DMatrix;
 use statrs::distribution::{ContinuousCDF, Normal};
@@ -82,7 +84,7 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
 /// [`heterogeneity`] of `model`, the fit of `data` (the model [`crate::estimator::Estimator::estimate`]
 /// built from these data, as the command-line program's `fit`): when its covariance is the
 /// `expected` kind it is the inverse information the diagnostic needs, so the diagnostic
-/// costs two passes over the data and two `d1^2 G` products instead of
+/// costs two passes over the data and two triangular `d1 x d1` by `d1 x G` products instead of
 /// a second Gram product of `n (d1 + d2)^2` flops (the same design effects to rounding).
 /// [`super::diagnostics_of_fit`] computes it beside the leverage with one pass fewer. Any other model
 /// (another covariance kind, another sample size or shape) takes [`heterogeneity`] at its
@@ -215,8 +217,9 @@ pub(super) fn coefficient_name(d1: usize, c: usize) -> String {
 /// solved by the Woodbury identity `S_H^-1 = P - P U K^-1 U^T P` (`P = S_I^-1 = n L L^T`,
 /// `U = [W, W']`, `K = diag(I, -I) + U^T P U`). Then `x_t = S_H^-1 (s_t - B' D^-1 s_g) / n`
 /// and `x_g = D^-1 (s_g / n - B'^T x_t)`. Costs the pass of [`cluster_score_sums`] (with
-/// `blocks`, [`gamma_blocks`]' `(I_tg, H_tg, D)`, already computed) and two `d1 x d1` by
-/// `d1 x G` products.
+/// `blocks`, [`gamma_blocks`]' `(I_tg, H_tg, D)`, already computed) and two triangular
+/// `d1 x d1` by `d1 x G` products (`L^T R`, then `L` times the result: `d1^2 G` multiply-adds
+/// in all).
 ///
 /// Errors: [`Error::SingularInformation`] when `D` or `S_H` is not positive definite (`H` is
 /// not: the sandwich needs its inverse).
@@ -235,7 +238,7 @@ fn sandwich_draws(
     let s_t = scores.rows(0, d1).into_owned();
     let Some((i_tg, h_tg, d)) = blocks else {
         // d2 = 0: H = A = S_I, H_sum^-1 = L L^T.
-        return Ok(matmul(l, &matmul_tn(l, &s_t)));
+        return Ok(lower_matmul(l, &lower_matmul_tn(l, &s_t)));
     };
     let s_g = scores.rows(d1, d2).into_owned();
     let what = "the observed Hessian";
@@ -246,7 +249,7 @@ fn sandwich_draws(
     let mut u = DMatrix::zeros(d1, 2 * d2);
     u.columns_mut(0, d2).copy_from(&w);
     u.columns_mut(d2, d2).copy_from(&wh);
-    let q = matmul_tn(l, &u);
+    let q = lower_matmul_tn(l, &u);
     let mut k = matmul_tn(&q, &q) * n;
     // S_H is positive definite iff E = I - W'^T A^-1 W' is (A = S_I + W W^T is):
     // E = I - n Q'^T Q' + n^2 Q'^T Q1 (I + n Q1^T Q1)^-1 Q1^T Q'.
@@ -263,12 +266,12 @@ fn sandwich_draws(
     }
     // R = s_t - B' D^-1 s_g; x_t = L (T - n Q K^-1 Q^T T) with T = L^T R.
     let r = s_t - matmul(&wh, &(&ld_inv * &s_g));
-    let t = matmul_tn(l, &r);
+    let t = lower_matmul_tn(l, &r);
     let sol = k
         .lu()
         .solve(&matmul_tn(&q, &t))
         .ok_or_else(|| singular(what))?;
-    let x_t = matmul(l, &(t - matmul(&q, &sol) * n));
+    let x_t = lower_matmul(l, &(t - matmul(&q, &sol) * n));
     let x_g = ld_inv.tr_mul(&ld_inv) * (s_g / n - matmul_tn(h_tg, &x_t));
     let mut x = DMatrix::zeros(d1 + d2, ids.len());
     x.rows_mut(0, d1).copy_from(&x_t);
