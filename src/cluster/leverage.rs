@@ -37,13 +37,12 @@
 use super::clusters::Clusters;
 use super::heterogeneity::coefficient_name;
 use super::GammaBlocks;
+use crate::covariance::information_inverse_from_blocks;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::fitted::RewardModel;
 use crate::likelihood::{expected_information, information_rows};
-use crate::linalg::{
-    cholesky, gemm_row_block, lower_inverse_in_place, matmul, spd_inverse, Scalar,
-};
+use crate::linalg::{gemm_row_block, lower_outer, spd_inverse, Scalar};
 use crate::model::Params;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
@@ -174,28 +173,16 @@ pub(super) fn of_expected_fit(
 }
 
 /// The inverse of the summed expected information `(n I)^-1` from a model whose covariance is
-/// that inverse: with `I = [[A, B], [B^T, D]]` (theta first) and `Y = B D^-1`, the inverse is
-/// `[[V, -V Y], [-(V Y)^T, Cov(gamma_hat)]]` where `V = L L^T = Cov(theta_hat)` (the model's
-/// factor, the Schur complement's inverse over `n`) and `Cov(gamma_hat)` the model's gamma
-/// block. `B` and `D` are the gamma blocks at the estimate (`blocks`); `V` costs `d1^3`.
+/// that inverse: `V = L L^T = Cov(theta_hat)` from the model's factor by a triangular product
+/// (`d1^3 / 3` multiply-adds, exactly symmetric) and, with covariates, the blocks that
+/// involve gamma from `Cov(gamma_hat)` and the information's gamma blocks `B`, `D` at the
+/// estimate ([`information_inverse_from_blocks`]).
 fn inverse_from_model(model: &RewardModel, blocks: &GammaBlocks) -> Result<DMatrix<f64>> {
-    let l = model.theta_cov_factor();
-    let (d1, d2) = (l.nrows(), model.gamma_cov().nrows());
-    let v = matmul(l, &l.transpose());
-    let mut inv = DMatrix::zeros(d1 + d2, d1 + d2);
-    inv.view_mut((0, 0), (d1, d1)).copy_from(&v);
-    if let Some((b, _, d)) = blocks {
-        let mut ld_inv = cholesky(d, "the expected information (its gamma block)")?;
-        lower_inverse_in_place(&mut ld_inv);
-        let y = matmul(b, &ld_inv.tr_mul(&ld_inv));
-        let cross = -matmul(&v, &y);
-        inv.view_mut((0, d1), (d1, d2)).copy_from(&cross);
-        inv.view_mut((d1, 0), (d2, d1))
-            .copy_from(&cross.transpose());
-        inv.view_mut((d1, d1), (d2, d2))
-            .copy_from(model.gamma_cov());
+    let v = lower_outer(model.theta_cov_factor());
+    match blocks {
+        Some((b, _, d)) => information_inverse_from_blocks(v, model.gamma_cov(), 1.0, b, d),
+        None => Ok(v),
     }
-    Ok(inv)
 }
 
 /// The sums over one block of rows of their annotators (ranks `first..first + len`):
@@ -675,9 +662,9 @@ mod tests {
         );
     }
 
-    /// The inverse rebuilt from a model's covariance (`L L^T` and the gamma blocks) is the
-    /// inverse of the summed information computed afresh, to 1e-10, with dense and one-hot
-    /// covariates and none.
+    /// The inverse rebuilt from a model's covariance (the triangular `L L^T` and the gamma
+    /// blocks) is the inverse of the summed information computed afresh, to 1e-10, exactly
+    /// symmetric, with dense and one-hot covariates and none.
     #[test]
     fn inverse_from_the_model_is_the_summed_informations_inverse() {
         use crate::covariance::CovarianceKind;
@@ -704,6 +691,7 @@ mod tests {
             let want = spd_inverse(&total, "test").unwrap();
             let err = (&got - &want).abs().max();
             assert!(err <= 1e-10 * want.abs().max(), "d2 {}: {err:e}", data.d2());
+            assert_eq!(got, got.transpose());
         }
     }
 
