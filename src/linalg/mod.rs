@@ -12,6 +12,9 @@
 //!   `lower_inverse_in_place`: factorisations with the scale-invariant condition check
 //!   (`RCOND_MIN`) that turns a singular or ill-conditioned matrix into an error instead of
 //!   a NaN, and in-place triangular inverses (`cholesky.rs`);
+//! * `matmul`, `matmul_tn` and, for a lower-triangular left factor at half the flops,
+//!   `lower_matmul`, `lower_matmul_tn`; `lower_outer` (`L L^T` of a triangular factor, exactly
+//!   symmetric);
 //! * `PackedLower`: the packed scoring kernel of the reward standard errors, and the
 //!   triangular matrix-vector products of Newton-CG's preconditioner (`packed.rs`);
 //! * `dot`, `axpy` and the `Element` row kernels with their AVX2 + FMA path (`simd.rs`).
