@@ -27,15 +27,25 @@ def ray_cluster():
 
 @pytest.fixture(scope="session")
 def dask_client():
-    """distributed.LocalCluster with 2 worker processes, 1 thread each, on 127.0.0.1."""
+    """distributed.LocalCluster with 2 worker processes, 1 thread each, on 127.0.0.1.
+
+    The fault tests kill the same worker more than once, seconds apart. On each lost worker
+    LocalCluster starts a timer (``distributed.deploy.lost-worker-timeout``, 15 s): when it
+    fires and no worker of that name is listed, the cluster closes the name's nanny for good.
+    A second kill within 15 s of the first leaves such a moment (the nanny restarting the
+    worker), and from then on the cluster has one worker (CI failure of 2026-11-29: every
+    later Dask test timed out waiting for two). The nanny restarts a killed worker itself, so
+    the timer is made longer than the suite."""
+    import dask
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           host="127.0.0.1", dashboard_address=None)
-    client = Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "1h"}):
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None)
+        client = Client(cluster)
+        yield client
+        client.close()
+        cluster.close()
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -148,6 +148,10 @@ def settle_dask(client, workers=2, timeout=60.0):
     killed worker (and count it) until it notices the lost connection, and an engine built
     then places shards on a dead address (CI flake of 2026-11-29: a frozen-worker round whose
     shards moved off a worker already gone, so no round timed out)."""
+    nannies = sorted(client.cluster.workers)
+    if len(nannies) < workers:  # a closed nanny never comes back: no use waiting for it
+        raise RuntimeError(f"the Dask cluster closed a nanny for good: {workers} expected, "
+                           f"nannies {nannies} (conftest.py's dask_client says when)")
     client.wait_for_workers(workers, timeout=timeout)
     deadline = time.monotonic() + timeout
     while True:
