@@ -92,12 +92,7 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
 ///
 /// Errors: as [`heterogeneity`].
 pub fn heterogeneity_of_fit(data: &Dataset, model: &RewardModel) -> Result<Heterogeneity> {
-    if !model.is_expected_fit_of(data) {
-        return heterogeneity(data, model.params());
-    }
-    let clusters = Clusters::of(data)?;
-    let blocks = super::gamma_blocks_of(data, model.params());
-    of_expected_fit(data, model, &clusters, &blocks)
+    super::of_fit(data, model, heterogeneity, of_expected_fit)
 }
 
 /// [`heterogeneity_of_fit`] of a model that is the `expected` fit of `data`

@@ -151,12 +151,7 @@ pub fn leverage(data: &Dataset, params: &Params) -> Result<Leverage> {
 ///
 /// Errors: as [`leverage`].
 pub fn leverage_of_fit(data: &Dataset, model: &RewardModel) -> Result<Leverage> {
-    if !model.is_expected_fit_of(data) {
-        return leverage(data, model.params());
-    }
-    let clusters = Clusters::of(data)?;
-    let blocks = super::gamma_blocks_of(data, model.params());
-    of_expected_fit(data, model, &clusters, &blocks)
+    super::of_fit(data, model, leverage, of_expected_fit)
 }
 
 /// [`leverage_of_fit`] of a model that is the `expected` fit of `data`

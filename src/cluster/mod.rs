@@ -62,6 +62,25 @@ fn gamma_blocks_of(data: &Dataset, params: &Params) -> GammaBlocks {
     (data.d2() > 0).then(|| crate::likelihood::gamma_blocks(data, params))
 }
 
+/// A diagnostic of `model`, the fit of `data`: `of_expected_fit` from the model's own
+/// covariance (and the gamma blocks at its estimate) when it is the inverse expected
+/// information of `data` (`RewardModel::is_expected_fit_of`), else `at_estimate` at its
+/// estimate from scratch. The one shape of [`heterogeneity_of_fit`] and
+/// [`leverage::leverage_of_fit`].
+fn of_fit<T>(
+    data: &Dataset,
+    model: &RewardModel,
+    at_estimate: impl FnOnce(&Dataset, &Params) -> Result<T>,
+    of_expected_fit: impl FnOnce(&Dataset, &RewardModel, &Clusters, &GammaBlocks) -> Result<T>,
+) -> Result<T> {
+    if !model.is_expected_fit_of(data) {
+        return at_estimate(data, model.params());
+    }
+    let clusters = Clusters::of(data)?;
+    let blocks = gamma_blocks_of(data, model.params());
+    of_expected_fit(data, model, &clusters, &blocks)
+}
+
 /// [`heterogeneity_of_fit`] and [`leverage::leverage_of_fit`] of `model`, the fit of `data`
 /// (what the command-line program's `fit` reports for data with cluster ids): the same
 /// results, with the pass over the data that both read (the information's gamma blocks at
