@@ -907,17 +907,24 @@ func TestHeterogeneity(t *testing.T) {
 	}
 }
 
-func TestLeverage(t *testing.T) {
-	// 20 annotators of 15 rows: the leverages sum to d1 + d2, each coefficient's partial
-	// leverages to 1, the effective numbers are 1 / sum P^2 and the summary is the arrays'.
-	// With the second rationality covariate non-zero for annotator 3 only, that annotator
-	// carries gamma_1 and the diagnostic warns.
+// loneCovariateData is makeData(300, 5) (20 annotators of 15 rows) with the second
+// rationality covariate non-zero for annotator 3 only: that annotator alone carries gamma_1.
+func loneCovariateData() data {
 	d := makeData(300, 5)
 	for i := 0; i < d.n; i++ {
 		if d.cluster[i] != 3 {
 			d.psi[2*i+1] = 0
 		}
 	}
+	return d
+}
+
+func TestLeverage(t *testing.T) {
+	// 20 annotators of 15 rows: the leverages sum to d1 + d2, each coefficient's partial
+	// leverages to 1, the effective numbers are 1 / sum P^2 and the summary is the arrays'.
+	// With the second rationality covariate non-zero for annotator 3 only, that annotator
+	// carries gamma_1 and the diagnostic warns.
+	d := loneCovariateData()
 	ds := mustDataset(t, d)
 	m := fit(t, ds, hetreward.DefaultFitParams())
 	l, err := m.Leverage(ds)
@@ -965,13 +972,7 @@ func TestUnbounded(t *testing.T) {
 	// Annotator 3 alone in the second rationality covariate: the cluster jackknife cannot
 	// estimate gamma_1 without it, so the model lists it with its carrier and its coefficient
 	// row is unbounded; the Wald copy lists none.
-	d := makeData(300, 5)
-	for i := 0; i < d.n; i++ {
-		if d.cluster[i] != 3 {
-			d.psi[2*i+1] = 0
-		}
-	}
-	ds := mustDataset(t, d)
+	ds := mustDataset(t, loneCovariateData())
 	p := hetreward.DefaultFitParams()
 	p.Intervals = hetreward.IntervalsClusterJackknife
 	m := fit(t, ds, p)
