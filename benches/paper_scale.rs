@@ -1743,8 +1743,7 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
             // The CLI prints the heterogeneity diagnostic after every fit with cluster ids and
             // the annotators' leverage beside it, computed together.
             let t = Instant::now();
-            let (h, l) =
-                pool(cfg.threads).install(|| hetreward::cluster::diagnostics_of_fit(&data, &model));
+            let (h, l) = pool(cfg.threads).install(|| model.cluster_diagnostics_on(&data));
             h.unwrap();
             l.unwrap();
             timed(&mut rows, "heterogeneity_and_leverage", t);

@@ -10,6 +10,8 @@
 //!
 //! `RewardModel` is `Send + Sync`: any number of threads may score with one model at once.
 
+mod cluster_diagnostics;
+
 use crate::calibrate::{self, Calibration, IntervalDiagnostics, IntervalMethod};
 use crate::covariance::{covariance_factors, CovarianceKind};
 use crate::data::Dataset;

@@ -687,7 +687,7 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
     let (heterogeneity, leverage) = match data.cluster() {
         Some(_) => {
             let (h, l) = hetreward::parallel::run_in_pool(args.threads, || {
-                hetreward::cluster::diagnostics_of_fit(&data, &model)
+                model.cluster_diagnostics_on(&data)
             })?;
             (Some(h), Some(l))
         }

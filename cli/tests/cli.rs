@@ -1984,7 +1984,7 @@ fn fit_with_cluster_ids_reports_leverage_and_names_a_lone_expert() {
         "{text}"
     );
     let model = model_file::load(&out).unwrap();
-    let want = hetreward::cluster::leverage::leverage_of_fit(&data, &model).unwrap();
+    let want = model.leverage_on(&data).unwrap();
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     let lev = &json["leverage"];

@@ -11,11 +11,10 @@
 //! then covers about `2 Phi(1.96 / sqrt(ratio)) - 1` instead of 0.95.
 
 use super::clusters::Clusters;
-use super::GammaBlocks;
+use super::{ExpectedFit, GammaBlocks};
 use crate::covariance::{factors_from_matrices, CovarianceKind};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::fitted::RewardModel;
 use crate::interval::effective_df;
 #[cfg(doc)]
 use crate::likelihood::gamma_blocks;
@@ -71,61 +70,42 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
     let clusters = Clusters::of(data)?;
     let info = expected_information(data, params);
     let model = factors_from_matrices(CovarianceKind::Expected, info, None, data.n(), data.d1())?;
-    diagnose(
-        data,
+    let fit = ExpectedFit {
         params,
-        &clusters,
-        &model.theta_factor,
-        &model.gamma_cov,
-        &super::gamma_blocks_of(data, params),
-    )
+        theta_factor: &model.theta_factor,
+        gamma_cov: &model.gamma_cov,
+    };
+    diagnose(data, &fit, &clusters, &super::gamma_blocks_of(data, params))
 }
 
-/// [`heterogeneity`] of `model`, the fit of `data` (the model [`crate::estimator::Estimator::estimate`]
-/// built from these data, as the command-line program's `fit`): when its covariance is the
-/// `expected` kind it is the inverse information the diagnostic needs, so the diagnostic
-/// costs two passes over the data and two triangular `d1 x d1` by `d1 x G` products instead of
-/// a second Gram product of `n (d1 + d2)^2` flops (the same design effects to rounding).
-/// [`super::diagnostics_of_fit`] computes it beside the leverage with one pass fewer. Any other model
-/// (another covariance kind, another sample size or shape) takes [`heterogeneity`] at its
-/// estimate.
-///
-/// Errors: as [`heterogeneity`].
-pub fn heterogeneity_of_fit(data: &Dataset, model: &RewardModel) -> Result<Heterogeneity> {
-    super::of_fit(data, model, heterogeneity, of_expected_fit)
-}
-
-/// [`heterogeneity_of_fit`] of a model that is the `expected` fit of `data`
-/// (`RewardModel::is_expected_fit_of`), given the information's gamma blocks at its
-/// estimate (`super::gamma_blocks_of`, shared with the leverage diagnostic).
+/// [`heterogeneity`] of `fit`, whose covariance is the expected information's inverse at its
+/// estimate (`RewardModel::heterogeneity_on`: a model fitted to `data` with the
+/// `expected` kind), given the information's gamma blocks there (`super::gamma_blocks_of`,
+/// shared with the leverage diagnostic): two passes over the data and two triangular
+/// `d1 x d1` by `d1 x G` products instead of a second Gram product of `n (d1 + d2)^2` flops
+/// (the same design effects to rounding).
 pub(super) fn of_expected_fit(
     data: &Dataset,
-    model: &RewardModel,
+    fit: &ExpectedFit,
     clusters: &Clusters,
     blocks: &GammaBlocks,
 ) -> Result<Heterogeneity> {
-    diagnose(
-        data,
-        model.params(),
-        clusters,
-        model.theta_cov_factor(),
-        model.gamma_cov(),
-        blocks,
-    )
+    diagnose(data, fit, clusters, blocks)
 }
 
-/// The diagnostic given the expected information's covariance at `params`: `theta_factor`
-/// the lower Cholesky factor of `Cov(theta_hat)` and `gamma_cov` `Cov(gamma_hat)` (both the
-/// inverse information's blocks over `n`, [`factors_from_matrices`]), and `blocks` the
-/// gamma blocks at `params` (`super::gamma_blocks_of`).
+/// The diagnostic given the expected information's covariance at the estimate (`fit`) and
+/// the gamma blocks there (`super::gamma_blocks_of`).
 fn diagnose(
     data: &Dataset,
-    params: &Params,
+    fit: &ExpectedFit,
     clusters: &Clusters,
-    theta_factor: &DMatrix<f64>,
-    gamma_cov: &DMatrix<f64>,
     blocks: &GammaBlocks,
 ) -> Result<Heterogeneity> {
+    let ExpectedFit {
+        params,
+        theta_factor,
+        gamma_cov,
+    } = *fit;
     let g = clusters.len() as f64;
     let (n, p) = (data.n() as f64, data.n_params() as f64);
     let cr1 = g / (g - 1.0) * (n - 1.0) / (n - p).max(1.0);

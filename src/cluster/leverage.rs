@@ -36,11 +36,10 @@
 
 use super::clusters::Clusters;
 use super::heterogeneity::coefficient_name;
-use super::GammaBlocks;
+use super::{ExpectedFit, GammaBlocks};
 use crate::covariance::information_inverse_from_blocks;
 use crate::data::Dataset;
 use crate::error::Result;
-use crate::fitted::RewardModel;
 use crate::likelihood::{expected_information, information_rows};
 use crate::linalg::{gemm_row_block, lower_outer, spd_inverse, Scalar};
 use crate::model::Params;
@@ -141,41 +140,32 @@ pub fn leverage(data: &Dataset, params: &Params) -> Result<Leverage> {
     from_inverse::<Product>(data, params, &clusters, &inv)
 }
 
-/// [`leverage`] of a fitted model on its training data, from the model's own covariance when
-/// it is the inverse expected information of `data` (the `expected` kind,
-/// `RewardModel::is_expected_fit_of`): `I^-1` is assembled from the covariance blocks
-/// (`inverse_from_model`) instead of a second Gram product and a `p x p` inverse, which
-/// leaves the rows' products (`n p^2`) as the diagnostic's whole cost. Any other model takes
-/// [`leverage`] at its estimate. The same values to rounding (the tests: 1e-6, the
-/// products' single precision).
-///
-/// Errors: as [`leverage`].
-pub fn leverage_of_fit(data: &Dataset, model: &RewardModel) -> Result<Leverage> {
-    super::of_fit(data, model, leverage, of_expected_fit)
-}
-
-/// [`leverage_of_fit`] of a model that is the `expected` fit of `data`
-/// (`RewardModel::is_expected_fit_of`), given the information's gamma blocks at its
-/// estimate (`super::gamma_blocks_of`, shared with the heterogeneity diagnostic).
+/// [`leverage`] of `fit`, whose covariance is the expected information's inverse at its
+/// estimate (`RewardModel::leverage_on`: a model fitted to `data` with the `expected`
+/// kind), given the information's gamma blocks there (`super::gamma_blocks_of`, shared with
+/// the heterogeneity diagnostic): `I^-1` is assembled from the covariance blocks
+/// ([`inverse_of_expected_fit`]) instead of a second Gram product and a `p x p` inverse, which
+/// leaves the rows' products (`n p^2`) as the diagnostic's whole cost. The same values to
+/// rounding (the tests: 1e-6, the products' single precision).
 pub(super) fn of_expected_fit(
     data: &Dataset,
-    model: &RewardModel,
+    fit: &ExpectedFit,
     clusters: &Clusters,
     blocks: &GammaBlocks,
 ) -> Result<Leverage> {
-    let inv = inverse_from_model(model, blocks)?;
-    from_inverse::<Product>(data, model.params(), clusters, &inv)
+    let inv = inverse_of_expected_fit(fit, blocks)?;
+    from_inverse::<Product>(data, fit.params, clusters, &inv)
 }
 
-/// The inverse of the summed expected information `(n I)^-1` from a model whose covariance is
-/// that inverse: `V = L L^T = Cov(theta_hat)` from the model's factor by a triangular product
+/// The inverse of the summed expected information `(n I)^-1` from a fit's covariance, which
+/// is that inverse: `V = L L^T = Cov(theta_hat)` from the factor by a triangular product
 /// (`d1^3 / 3` multiply-adds, exactly symmetric) and, with covariates, the blocks that
 /// involve gamma from `Cov(gamma_hat)` and the information's gamma blocks `B`, `D` at the
 /// estimate ([`information_inverse_from_blocks`]).
-fn inverse_from_model(model: &RewardModel, blocks: &GammaBlocks) -> Result<DMatrix<f64>> {
-    let v = lower_outer(model.theta_cov_factor());
+fn inverse_of_expected_fit(fit: &ExpectedFit, blocks: &GammaBlocks) -> Result<DMatrix<f64>> {
+    let v = lower_outer(fit.theta_factor);
     match blocks {
-        Some((b, _, d)) => information_inverse_from_blocks(v, model.gamma_cov(), 1.0, b, d),
+        Some((b, _, d)) => information_inverse_from_blocks(v, fit.gamma_cov, 1.0, b, d),
         None => Ok(v),
     }
 }
@@ -352,6 +342,7 @@ fn warning(lev: &Leverage, d1: usize) -> Option<String> {
 mod tests {
     use super::*;
     use crate::fit::{fit, FitControl, FitOptions};
+    use crate::fitted::RewardModel;
     use nalgebra::DMatrix;
 
     fn fitted(data: &Dataset) -> Params {
@@ -615,7 +606,7 @@ mod tests {
         assert_eq!(lev.flagged(), vec![0, 1, 2]);
     }
 
-    /// `leverage_of_fit` from the model's covariance blocks equals `leverage` from a fresh
+    /// `RewardModel::leverage_on` from the model's covariance blocks equals `leverage` from a fresh
     /// information and inverse (to 1e-6: both products single) on a wide design with dense covariates, one-hot
     /// covariates and none; a model of another covariance kind takes `leverage` itself.
     #[test]
@@ -634,7 +625,7 @@ mod tests {
             let data = with_clusters(&data, |i| ((i * 7) % g) as i64);
             let model = estimate(&data, CovarianceKind::Expected);
             let want = leverage(&data, model.params()).unwrap();
-            let got = leverage_of_fit(&data, &model).unwrap();
+            let got = model.leverage_on(&data).unwrap();
             assert!(
                 close(&got.leverage, &want.leverage, 1e-6),
                 "d2 {}",
@@ -652,7 +643,7 @@ mod tests {
         let data = with_clusters(&homogeneous(800, &[0.6, -0.5], 6), |i| (i % 9) as i64);
         let observed = estimate(&data, CovarianceKind::Observed);
         assert_eq!(
-            leverage_of_fit(&data, &observed).unwrap(),
+            observed.leverage_on(&data).unwrap(),
             leverage(&data, observed.params()).unwrap()
         );
     }
@@ -677,11 +668,10 @@ mod tests {
                 &FitControl::default(),
             )
             .unwrap();
-            let got = inverse_from_model(
-                &model,
-                &super::super::gamma_blocks_of(&data, model.params()),
-            )
-            .unwrap();
+            let fit = model.expected_fit_of(&data).unwrap();
+            let got =
+                inverse_of_expected_fit(&fit, &super::super::gamma_blocks_of(&data, fit.params))
+                    .unwrap();
             let total = expected_information(&data, model.params()) * data.n() as f64;
             let want = spd_inverse(&total, "test").unwrap();
             let err = (&got - &want).abs().max();

@@ -24,9 +24,9 @@
 //! [`heterogeneity`] is the diagnostic every fit with cluster ids reports: the design effect
 //! (cluster-robust over model-based variance) of each coefficient, with a plain-words warning
 //! when intervals that assume independent comparisons would under-cover;
-//! [`heterogeneity_of_fit`] computes it from a fitted model's inverse information (no second
-//! Gram product), and [`diagnostics_of_fit`] it and the annotators' [`leverage`] together,
-//! as the command-line program does.
+//! `RewardModel::heterogeneity_on` computes it from a fitted model's inverse
+//! information (no second Gram product), and `RewardModel::cluster_diagnostics_on` it
+//! and the annotators' [`leverage`] together, as the command-line program does.
 //!
 //! The jackknife variance is `(G-1)/G sum_g (v_g - v_bar)^2`; quantiles are Student's t with
 //! `G - 1` degrees of freedom.
@@ -40,14 +40,11 @@ pub mod leverage;
 pub use clusters::{Clusters, MAX_CLUSTERS, MIN_CLUSTERS};
 pub use draws::one_step_obstacle;
 pub(crate) use draws::{jackknife, one_step_jackknife};
-pub use heterogeneity::{
-    heterogeneity, heterogeneity_of_fit, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING,
-};
+pub use heterogeneity::{heterogeneity, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING};
 pub use identified::Carried;
 
 use crate::data::Dataset;
 use crate::error::Result;
-use crate::fitted::RewardModel;
 use crate::model::Params;
 use leverage::Leverage;
 use nalgebra::DMatrix;
@@ -62,46 +59,66 @@ fn gamma_blocks_of(data: &Dataset, params: &Params) -> GammaBlocks {
     (data.d2() > 0).then(|| crate::likelihood::gamma_blocks(data, params))
 }
 
-/// A diagnostic of `model`, the fit of `data`: `of_expected_fit` from the model's own
-/// covariance (and the gamma blocks at its estimate) when it is the inverse expected
-/// information of `data` (`RewardModel::is_expected_fit_of`), else `at_estimate` at its
-/// estimate from scratch. The one shape of [`heterogeneity_of_fit`] and
-/// [`leverage::leverage_of_fit`].
-fn of_fit<T>(
-    data: &Dataset,
-    model: &RewardModel,
-    at_estimate: impl FnOnce(&Dataset, &Params) -> Result<T>,
-    of_expected_fit: impl FnOnce(&Dataset, &RewardModel, &Clusters, &GammaBlocks) -> Result<T>,
-) -> Result<T> {
-    if !model.is_expected_fit_of(data) {
-        return at_estimate(data, model.params());
-    }
-    let clusters = Clusters::of(data)?;
-    let blocks = gamma_blocks_of(data, model.params());
-    of_expected_fit(data, model, &clusters, &blocks)
+/// What the diagnostics read of a fit whose covariance is the inverse expected information
+/// of its data at its estimate (`RewardModel::heterogeneity_on` and its siblings: a
+/// model fitted with the `expected` kind, on its training data): the estimate, the lower
+/// Cholesky factor `L` of `Cov(theta_hat)` and `Cov(gamma_hat)`, the inverse information's
+/// blocks over `n` (`crate::covariance::factors_from_matrices`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ExpectedFit<'a> {
+    /// The estimate.
+    pub(crate) params: &'a Params,
+    /// `L`, `d1 x d1` lower triangular.
+    pub(crate) theta_factor: &'a DMatrix<f64>,
+    /// `Cov(gamma_hat)`, `d2 x d2`.
+    pub(crate) gamma_cov: &'a DMatrix<f64>,
 }
 
-/// [`heterogeneity_of_fit`] and [`leverage::leverage_of_fit`] of `model`, the fit of `data`
-/// (what the command-line program's `fit` reports for data with cluster ids): the same
-/// results, with the pass over the data that both read (the information's gamma blocks at
-/// the estimate) made once.
-pub fn diagnostics_of_fit(
+/// A diagnostic of an [`ExpectedFit`] given the clusters and the gamma blocks it reads.
+type DiagnosticOfExpectedFit<T> = fn(&Dataset, &ExpectedFit, &Clusters, &GammaBlocks) -> Result<T>;
+
+/// `diagnostic` of `fit`, a fit of `data`, with the clusters and gamma blocks it reads.
+fn of_expected_fit<T>(
     data: &Dataset,
-    model: &RewardModel,
+    fit: &ExpectedFit,
+    diagnostic: DiagnosticOfExpectedFit<T>,
+) -> Result<T> {
+    let clusters = Clusters::of(data)?;
+    let blocks = gamma_blocks_of(data, fit.params);
+    diagnostic(data, fit, &clusters, &blocks)
+}
+
+/// [`heterogeneity`] of `fit`, a fit of `data`, from its covariance (no second Gram product).
+pub(crate) fn heterogeneity_of_expected_fit(
+    data: &Dataset,
+    fit: &ExpectedFit,
+) -> Result<Heterogeneity> {
+    of_expected_fit(data, fit, heterogeneity::of_expected_fit)
+}
+
+/// [`leverage::leverage`] of `fit`, a fit of `data`, from its covariance (no second Gram
+/// product, no `p x p` inverse).
+pub(crate) fn leverage_of_expected_fit(data: &Dataset, fit: &ExpectedFit) -> Result<Leverage> {
+    of_expected_fit(data, fit, leverage::of_expected_fit)
+}
+
+/// [`heterogeneity_of_expected_fit`] and [`leverage_of_expected_fit`]: the same results, with
+/// the pass over the data that both read (the information's gamma blocks at the estimate)
+/// made once.
+pub(crate) fn diagnostics_of_expected_fit(
+    data: &Dataset,
+    fit: &ExpectedFit,
 ) -> (Result<Heterogeneity>, Result<Leverage>) {
-    let clusters = match Clusters::of(data) {
-        Ok(c) if model.is_expected_fit_of(data) => c,
-        _ => {
-            return (
-                heterogeneity_of_fit(data, model),
-                leverage::leverage_of_fit(data, model),
-            )
-        }
+    let Ok(clusters) = Clusters::of(data) else {
+        return (
+            heterogeneity_of_expected_fit(data, fit),
+            leverage_of_expected_fit(data, fit),
+        );
     };
-    let blocks = gamma_blocks_of(data, model.params());
+    let blocks = gamma_blocks_of(data, fit.params);
     (
-        heterogeneity::of_expected_fit(data, model, &clusters, &blocks),
-        leverage::of_expected_fit(data, model, &clusters, &blocks),
+        heterogeneity::of_expected_fit(data, fit, &clusters, &blocks),
+        leverage::of_expected_fit(data, fit, &clusters, &blocks),
     )
 }
 

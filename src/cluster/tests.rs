@@ -264,7 +264,7 @@ fn heterogeneity_warns_when_annotators_differ_and_not_when_they_do_not() {
 /// The diagnostic from a model's factor (the Woodbury solve with the observed Hessian, no
 /// Gram product) equals the direct computation: the spread of the sandwich draws (the
 /// observed Hessian's Cholesky inverse) over the expected information's variances, on a
-/// wide design with dense covariates, one-hot covariates and none; and `heterogeneity_of_fit`
+/// wide design with dense covariates, one-hot covariates and none; and `heterogeneity_on`
 /// of the estimate's model is `heterogeneity` at its estimate, bit for bit.
 #[test]
 fn heterogeneity_from_the_models_factor_equals_the_direct_sandwich() {
@@ -285,7 +285,7 @@ fn heterogeneity_from_the_models_factor_equals_the_direct_sandwich() {
         .unwrap();
         let params = model.params().clone();
         let h = heterogeneity(&data, &params).unwrap();
-        assert_eq!(heterogeneity_of_fit(&data, &model).unwrap(), h);
+        assert_eq!(model.heterogeneity_on(&data).unwrap(), h);
         let cl = Clusters::of(&data).unwrap();
         let (n, p) = (data.n() as f64, data.n_params() as f64);
         let gf = g as f64;
@@ -320,7 +320,7 @@ fn heterogeneity_from_the_models_factor_equals_the_direct_sandwich() {
     )
     .unwrap();
     assert_eq!(
-        heterogeneity_of_fit(&data, &observed).unwrap(),
+        observed.heterogeneity_on(&data).unwrap(),
         heterogeneity(&data, observed.params()).unwrap()
     );
 }
@@ -330,7 +330,6 @@ fn heterogeneity_from_the_models_factor_equals_the_direct_sandwich() {
 /// covariance kind, and data without enough clusters give each its own error.
 #[test]
 fn diagnostics_together_equal_each_alone() {
-    use crate::cluster::leverage::leverage_of_fit;
     use crate::sim::{high_dimensional, homogeneous, one_hot_groups};
     use crate::testing::with_clusters;
     use crate::RewardModel;
@@ -349,11 +348,8 @@ fn diagnostics_together_equal_each_alone() {
         let model =
             RewardModel::estimate(&data, &FitOptions::default(), kind, &FitControl::default())
                 .unwrap();
-        let (h, l) = diagnostics_of_fit(&data, &model);
-        let (h_alone, l_alone) = (
-            heterogeneity_of_fit(&data, &model),
-            leverage_of_fit(&data, &model),
-        );
+        let (h, l) = model.cluster_diagnostics_on(&data);
+        let (h_alone, l_alone) = (model.heterogeneity_on(&data), model.leverage_on(&data));
         if g == 1 {
             assert!(h.is_err() && h_alone.is_err() && l.is_err() && l_alone.is_err());
         } else {
