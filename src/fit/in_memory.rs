@@ -1,8 +1,9 @@
 //! The data in memory as the solvers' [`Objective`]: every answer is a pass over the
 //! [`Dataset`] (the in-memory fit, its refits and the profile's constrained fits), with
-//! Newton-CG's step preconditioner.
+//! Newton-CG's step preconditioner and the rule that rebuilds its theta block (see
+//! [`super::newton_cg`]).
 
-use super::newton_cg::{CgStats, DataPreconditioner};
+use super::newton_cg::{rebuild_budget, CgStats, DataPreconditioner, ThetaBlock};
 use super::objective::{Free, Objective};
 use super::state::State;
 use crate::data::Dataset;
@@ -22,11 +23,18 @@ use std::time::Instant;
 /// Built for dense Newton ([`InMemory::dense`]: trial points cost a value-only pass) or for
 /// Newton-CG ([`InMemory::cg`]: trial points keep their per-sample terms, from which the next
 /// step's Hessian-vector products are formed without reading the data twice, and the data
-/// preconditioner, built once per fit, is the context of every run).
+/// preconditioner, built once per fit, is the context of every run). A Newton-CG objective
+/// rebuilds its theta block at the current point once the products since the last build
+/// reach [`rebuild_budget`]; the runs that share the objective (the homogeneous start and the
+/// joint run) share the rebuilt block.
 #[derive(Debug, Clone)]
 pub(crate) struct InMemory<'a> {
     data: &'a Dataset,
     base: Option<Arc<DataPreconditioner>>,
+    /// The theta block in use: the data preconditioner's, or the last one rebuilt.
+    theta: Option<Arc<ThetaBlock>>,
+    /// Hessian-vector products since `theta` was built.
+    since_build: usize,
     /// The evaluation (with per-sample terms) at the last accepted point (Newton-CG).
     last: Option<(Params, Evaluation)>,
     /// Passes and seconds (Newton-CG's counters; the solver adds its own).
@@ -39,6 +47,8 @@ impl<'a> InMemory<'a> {
         InMemory {
             data,
             base: None,
+            theta: None,
+            since_build: 0,
             last: None,
             stats: CgStats::default(),
         }
@@ -47,6 +57,7 @@ impl<'a> InMemory<'a> {
     /// For Newton-CG, preconditioned by `base` (built by the caller, shared by its runs).
     pub(crate) fn cg(data: &'a Dataset, base: Arc<DataPreconditioner>) -> Self {
         InMemory {
+            theta: Some(base.theta.clone()),
             base: Some(base),
             ..Self::dense(data)
         }
@@ -134,13 +145,28 @@ impl Objective for InMemory<'_> {
         Ok((info, observed))
     }
 
+    /// The step preconditioner at `at`, on the theta block rebuilt at `at` first when the
+    /// products since the last build have reached [`rebuild_budget`].
     fn preconditioner(&mut self, at: &State, free: Free) -> Result<StepPreconditioner> {
         let base = self.base.clone().expect("Newton-CG objectives have a base");
         let data = self.data;
         self.terms_at(&at.params);
         let eval = &self.last.as_ref().expect("evaluated above").1;
+        if self.since_build >= rebuild_budget(data.d1()) {
+            let clock = Instant::now();
+            let theta = ThetaBlock::at(data, base.features(data), &eval.terms);
+            self.theta = Some(Arc::new(theta));
+            self.since_build = 0;
+            self.stats.preconditioner_builds += 1;
+            self.stats.preconditioner_seconds += clock.elapsed().as_secs_f64();
+            self.stats.passes += 1;
+        }
+        let theta = self
+            .theta
+            .clone()
+            .expect("Newton-CG objectives have a theta block");
         let clock = Instant::now();
-        let (pre, passes) = StepPreconditioner::at(data, base, eval, free == Free::Theta);
+        let (pre, passes) = StepPreconditioner::at(data, &base, theta, eval, free == Free::Theta);
         self.stats.passes += passes;
         self.stats.block_seconds += clock.elapsed().as_secs_f64();
         Ok(pre)
@@ -177,18 +203,19 @@ impl Objective for InMemory<'_> {
             }
         };
         self.stats.product_seconds += clock.elapsed().as_secs_f64();
+        self.since_build += 1;
         self.stats.passes += 1;
         Ok(product)
     }
 }
 
-/// The preconditioner of one Newton step: `[[alpha P, B], [B^T, D]]` with `alpha` matching
-/// the trace of the current `I_tt`, and the exact current cross and gamma blocks `B = I_tg`,
-/// `D = I_gg` (cheap: `d2` is small), applied through the Schur complement
-/// `S = D - B^T (alpha P)^-1 B` (`d2 x d2`). Theta-only runs use `P` alone.
+/// The preconditioner of one Newton step: `[[alpha P, B], [B^T, D]]` with `P` the theta block
+/// in use, `alpha` matching the trace of the current `I_tt`, and the exact current cross and
+/// gamma blocks `B = I_tg`, `D = I_gg` (cheap: `d2` is small), applied through the Schur
+/// complement `S = D - B^T (alpha P)^-1 B` (`d2 x d2`). Theta-only runs use `P` alone.
 #[derive(Debug, Clone)]
 pub(crate) struct StepPreconditioner {
-    base: Arc<DataPreconditioner>,
+    theta: Arc<ThetaBlock>,
     alpha: f64,
     /// `W = X B` (`d1 x d2`).
     w: DMatrix<f64>,
@@ -197,18 +224,20 @@ pub(crate) struct StepPreconditioner {
 }
 
 impl StepPreconditioner {
-    /// The step preconditioner at the evaluated point `eval`, and the passes over the data it
-    /// took (the cross block: one, unless `theta_only` or `d2 = 0`).
+    /// The step preconditioner on the theta block `theta` at the evaluated point `eval`, and
+    /// the passes over the data it took (the cross block: one, unless `theta_only` or
+    /// `d2 = 0`).
     pub(crate) fn at(
         data: &Dataset,
-        base: Arc<DataPreconditioner>,
+        base: &DataPreconditioner,
+        theta: Arc<ThetaBlock>,
         eval: &Evaluation,
         theta_only: bool,
     ) -> (Self, usize) {
         let d2 = data.d2();
         if theta_only || d2 == 0 {
             let pre = StepPreconditioner {
-                base,
+                theta,
                 alpha: 1.0,
                 w: DMatrix::zeros(data.d1(), 0),
                 s_factor: DMatrix::zeros(0, 0),
@@ -223,18 +252,18 @@ impl StepPreconditioner {
             .map(|(st, r)| st.weight * st.sigma * st.sigma * r)
             .sum::<f64>()
             / data.n() as f64;
-        let alpha = if current > 0.0 && base.trace > 0.0 {
-            current / base.trace
+        let alpha = if current > 0.0 && theta.trace > 0.0 {
+            current / theta.trace
         } else {
             1.0
         };
         let b = cross_information_over(data, base.features(data), &eval.terms);
-        let w = matmul(&base.inverse_factor, &b);
+        let w = matmul(&theta.inverse_factor, &b);
         let d = gamma_information(data, &eval.terms);
         let s = d - matmul_tn(&w, &w) / alpha;
         let s_factor = ridged_cholesky(s);
         let pre = StepPreconditioner {
-            base,
+            theta,
             alpha,
             w,
             s_factor,
@@ -244,7 +273,7 @@ impl StepPreconditioner {
 
     /// `M^-1 r`.
     pub(crate) fn apply(&self, r: &[f64]) -> Vec<f64> {
-        let x = &self.base.inverse_factor;
+        let x = &self.theta.inverse_factor;
         let d1 = x.nrows();
         if r.len() == d1 {
             return lower_t_matvec(x, &lower_matvec(x, r));
