@@ -35,6 +35,8 @@ pub(crate) struct InMemory<'a> {
     theta: Option<Arc<ThetaBlock>>,
     /// Hessian-vector products since `theta` was built.
     since_build: usize,
+    /// Hessian-vector products since the last step preconditioner.
+    since_step: usize,
     /// The evaluation (with per-sample terms) at the last accepted point (Newton-CG).
     last: Option<(Params, Evaluation)>,
     /// Passes and seconds (Newton-CG's counters; the solver adds its own).
@@ -49,6 +51,7 @@ impl<'a> InMemory<'a> {
             base: None,
             theta: None,
             since_build: 0,
+            since_step: 0,
             last: None,
             stats: CgStats::default(),
         }
@@ -146,13 +149,16 @@ impl Objective for InMemory<'_> {
     }
 
     /// The step preconditioner at `at`, on the theta block rebuilt at `at` first when the
-    /// products since the last build have reached [`rebuild_budget`].
+    /// products since the last build, with as many again as the last step took (CG takes
+    /// more products per step, not fewer, as the forcing tightens), reach
+    /// [`rebuild_budget`].
     fn preconditioner(&mut self, at: &State, free: Free) -> Result<StepPreconditioner> {
         let base = self.base.clone().expect("Newton-CG objectives have a base");
         let data = self.data;
         self.terms_at(&at.params);
         let eval = &self.last.as_ref().expect("evaluated above").1;
-        if self.since_build >= rebuild_budget(data.d1()) {
+        let last_step = std::mem::take(&mut self.since_step);
+        if self.since_build + last_step >= rebuild_budget(data.d1()) {
             let clock = Instant::now();
             let theta = ThetaBlock::at(data, base.features(data), &eval.terms);
             self.theta = Some(Arc::new(theta));
@@ -204,6 +210,7 @@ impl Objective for InMemory<'_> {
         };
         self.stats.product_seconds += clock.elapsed().as_secs_f64();
         self.since_build += 1;
+        self.since_step += 1;
         self.stats.passes += 1;
         Ok(product)
     }
@@ -328,6 +335,38 @@ mod tests {
                 .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
             assert!(gap > 0.0 && gap < 1e-6 * scale, "{gap} of {scale}");
         }
+    }
+
+    /// A theta block rebuilt at a point is the theta block of the expected information there
+    /// (no weight below the floor at a moderate point), to single precision: `X^T X I_tt = I`.
+    #[test]
+    fn a_rebuilt_theta_block_is_the_information_at_the_point() {
+        use crate::fit::newton_cg::{ThetaBlock, WEIGHT_FLOOR};
+        use crate::likelihood::{evaluate, expected_information};
+        let data = crate::sim::paper_simulation(2000, crate::sim::ActionDesign::Uniform, 4);
+        let d1 = data.d1();
+        let mut params = crate::Params::zeros(d1, data.d2());
+        for (j, t) in params.theta.iter_mut().enumerate() {
+            *t = 0.3 * ((j as f64) * 0.7).sin();
+        }
+        params.gamma[0] = 0.4;
+        let terms = evaluate(&data, &params).terms;
+        let c: Vec<f64> = terms
+            .iter()
+            .map(|st| st.weight * st.sigma * st.sigma)
+            .collect();
+        let mean = c.iter().sum::<f64>() / c.len() as f64;
+        assert!(c.iter().all(|&v| v > WEIGHT_FLOOR * mean));
+        let block = ThetaBlock::at(&data, data.features(), &terms);
+        let info = expected_information(&data, &params)
+            .view((0, 0), (d1, d1))
+            .into_owned();
+        let x = &block.inverse_factor;
+        let gap = (x.transpose() * x * &info - nalgebra::DMatrix::identity(d1, d1))
+            .abs()
+            .max();
+        assert!(gap < 1e-3, "{gap}");
+        assert!((block.trace - info.trace()).abs() < 1e-5 * info.trace());
     }
 
     /// Integer sample weights are repeated rows (`crate::testing::select_rows`): every row

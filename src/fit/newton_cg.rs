@@ -21,10 +21,12 @@
 //!    property of the data alone, built once per fit ([`DataPreconditioner`]); where the
 //!    weights at the estimate differ from its uniform ones by orders of magnitude (heavy-tailed
 //!    rows, whose logits saturate), `alpha P` models the theta block poorly and CG slows down.
-//!    So `P` is rebuilt from the current weights once the CG products since it was built have
-//!    cost as much as a build ([`rebuild_budget`]: the ski-rental rule, at most twice the
-//!    better of never and immediately rebuilding), each weight floored at [`WEIGHT_FLOOR`]
-//!    times their mean;
+//!    So `P` is rebuilt from the current weights once the CG products since it was built,
+//!    with those the step about to be solved will take at least (as many as the last one),
+//!    cost as much as a build ([`rebuild_budget`]: the ski-rental rule, which never pays for a
+//!    build that the products would not have paid for, and pays at most twice the better of
+//!    never and immediately rebuilding), each weight floored at [`WEIGHT_FLOOR`] times their
+//!    mean;
 //! 3. takes an Armijo step along `d` (the same line search as the dense solver); every trial
 //!    point is evaluated in one pass that also records the per-sample terms the next
 //!    iteration's products need.
@@ -111,14 +113,15 @@ pub(crate) struct ThetaBlock {
 pub(crate) const WEIGHT_FLOOR: f64 = 1e-3;
 
 /// Hessian-vector products whose cost matches one build of the theta block, for `d1`
-/// features: the products since the last build that trigger a rebuild. A build is a
-/// compute-bound f32 Gram product (`n d1^2 / 2` multiply-adds) and a factorisation and
-/// triangular inverse (`2 d1^3 / 3` in f64); a product is a memory-bound pass over the f32 z
-/// (`n d1` elements): per element of z, a build does `d1 / 2` multiply-adds where a product
-/// streams four bytes. Measured at the paper's scale (n = 33,845, d1 = 2048; AVX-512, 2
-/// cores): a build ~0.8 s, a product ~20 ms, so `d1 / 50` (40). At least one.
+/// features. A build is a compute-bound f32 Gram product (`n d1^2 / 2` multiply-adds) and a
+/// factorisation and triangular inverse (`2 d1^3 / 3` in f64); a product is a memory-bound
+/// pass over the f32 z (`n d1` elements): per element of z, a build does `d1 / 2`
+/// multiply-adds where a product streams four bytes. Measured at the paper's scale
+/// (n = 33,845, d1 = 2048; AVX-512, 2 cores): a build 1.0-1.2 s, a product 15-20 ms (the
+/// build took 71-86 products' time in the fits of all three paper-scale files), so
+/// `d1 / 25` (81). At least one.
 pub(crate) fn rebuild_budget(d1: usize) -> usize {
-    (d1 / 50).max(1)
+    (d1 / 25).max(1)
 }
 
 impl ThetaBlock {
