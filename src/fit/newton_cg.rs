@@ -23,10 +23,9 @@
 //!    rows, whose logits saturate), `alpha P` models the theta block poorly and CG slows down.
 //!    So `P` is rebuilt from the current weights once the CG products since it was built,
 //!    with those the step about to be solved will take at least (as many as the last one),
-//!    cost as much as a build ([`rebuild_budget`]: the ski-rental rule, which never pays for a
-//!    build that the products would not have paid for, and pays at most twice the better of
-//!    never and immediately rebuilding), each weight floored at [`WEIGHT_FLOOR`] times their
-//!    mean;
+//!    cost as much as a build ([`rebuild_budget`]: the ski-rental rule; a fit whose CG
+//!    products cost less than a build never pays for one), each weight floored at
+//!    [`WEIGHT_FLOOR`] times their mean;
 //! 3. takes an Armijo step along `d` (the same line search as the dense solver); every trial
 //!    point is evaluated in one pass that also records the per-sample terms the next
 //!    iteration's products need.
@@ -107,9 +106,9 @@ pub(crate) struct ThetaBlock {
 /// nothing to the information at the current point, but along a step their weights move by
 /// the factor `exp(|du|)`; and rows that span a direction alone would leave `P` singular there
 /// (the f32 Gram then factors only after a ridge). The floor keeps `P`'s condition within a
-/// factor 1/1e-3 of the unweighted Gram's. On the paper-scale files 1e-3 and no floor took
-/// the same CG products (59 and 60 on the heavy-tailed one), 1e-2 a few more (61), 1e-1
-/// many more (83).
+/// factor 1/1e-3 of the unweighted Gram's. On the heavy-tailed paper-scale file, rebuilt
+/// after 40 products, 1e-3 and no floor took about the same CG products (59 and 60), 1e-2
+/// a few more (61), 1e-1 many more (83).
 pub(crate) const WEIGHT_FLOOR: f64 = 1e-3;
 
 /// Hessian-vector products whose cost matches one build of the theta block, for `d1`
@@ -117,9 +116,8 @@ pub(crate) const WEIGHT_FLOOR: f64 = 1e-3;
 /// factorisation and triangular inverse (`2 d1^3 / 3` in f64); a product is a memory-bound
 /// pass over the f32 z (`n d1` elements): per element of z, a build does `d1 / 2`
 /// multiply-adds where a product streams four bytes. Measured at the paper's scale
-/// (n = 33,845, d1 = 2048; AVX-512, 2 cores): a build 1.0-1.2 s, a product 15-20 ms (the
-/// build took 71-86 products' time in the fits of all three paper-scale files), so
-/// `d1 / 25` (81). At least one.
+/// (n = 33,845, d1 = 2048; AVX-512, 2 cores), in the profiles of three paper-scale fits: a
+/// build took the time of 71-86 products, so `d1 / 25` (81). At least one.
 pub(crate) fn rebuild_budget(d1: usize) -> usize {
     (d1 / 25).max(1)
 }
