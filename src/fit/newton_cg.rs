@@ -74,7 +74,7 @@ pub struct CgStats {
 }
 
 /// The parameter-free part of the preconditioner, built once per fit and shared by the
-/// homogeneous start and the joint runs: the first theta block `P` (a [`ThetaBlock`]), the
+/// homogeneous start and the joint runs: the first theta block `P` (a `ThetaBlock`), the
 /// expected information at `theta = 0, gamma = 0`, `(1/n) sum psi0_i^2 z_i z_i^T / 4` (a
 /// single-precision Gram product of the data); the squared row norms of z; and a
 /// single-precision copy of an `f64` z.
