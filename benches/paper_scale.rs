@@ -1740,18 +1740,14 @@ fn process_workload(cfg: &Config, rep: &mut Report) {
                 .install(|| hetreward::internals::linalg::matmul_f32(&grows, &inverse, n, p, p));
             timed(&mut rows, "floor_leverage_f32", t);
             drop(product);
-            // The CLI prints the heterogeneity diagnostic after every fit with cluster ids.
+            // The CLI prints the heterogeneity diagnostic after every fit with cluster ids and
+            // the annotators' leverage beside it, computed together.
             let t = Instant::now();
-            pool(cfg.threads)
-                .install(|| hetreward::cluster::heterogeneity_of_fit(&data, &model))
-                .unwrap();
-            timed(&mut rows, "heterogeneity", t);
-            // ... and the annotators' leverage beside it.
-            let t = Instant::now();
-            pool(cfg.threads)
-                .install(|| hetreward::cluster::leverage::leverage_of_fit(&data, &model))
-                .unwrap();
-            timed(&mut rows, "leverage", t);
+            let (h, l) =
+                pool(cfg.threads).install(|| hetreward::cluster::diagnostics_of_fit(&data, &model));
+            h.unwrap();
+            l.unwrap();
+            timed(&mut rows, "heterogeneity_and_leverage", t);
         }
         let t = Instant::now();
         std::fs::write(&model_path, model_file::to_bytes(&model)).unwrap();

@@ -54,6 +54,7 @@ static hetreward_comparison out_cmp[M];
 static hetreward_candidate out_cand[M];
 static hetreward_fit_report out_report;
 static hetreward_coefficient out_coef[D1 + D2];
+static hetreward_unbounded out_unbounded[D1 + D2];
 static size_t out_index, out_len;
 static double out_sigma, out_se;
 static double out_effective[D1 + D2];
@@ -70,6 +71,7 @@ static void reset_outputs(void) {
     memset(out_cand, 0x5A, sizeof out_cand);
     memset(&out_report, 0x5A, sizeof out_report);
     memset(out_coef, 0x5A, sizeof out_coef);
+    memset(out_unbounded, 0x5A, sizeof out_unbounded);
     out_index = 777;
     out_len = 777;
     out_sigma = out_se = -7.0;
@@ -79,6 +81,7 @@ static void reset_outputs(void) {
 
 static int outputs_untouched(void) {
     unsigned char pattern[sizeof out_cand > sizeof out_coef ? sizeof out_cand : sizeof out_coef];
+    (void)sizeof(char[sizeof out_unbounded <= sizeof pattern ? 1 : -1]);
     size_t i;
     memset(pattern, 0x5A, sizeof pattern);
     for (i = 0; i < sizeof out_values / sizeof out_values[0]; i++)
@@ -91,7 +94,8 @@ static int outputs_untouched(void) {
            memcmp(out_cmp, pattern, sizeof out_cmp) == 0 &&
            memcmp(out_cand, pattern, sizeof out_cand) == 0 &&
            memcmp(&out_report, pattern, sizeof out_report) == 0 &&
-           memcmp(out_coef, pattern, sizeof out_coef) == 0 && out_index == 777 &&
+           memcmp(out_coef, pattern, sizeof out_coef) == 0 &&
+           memcmp(out_unbounded, pattern, sizeof out_unbounded) == 0 && out_index == 777 &&
            out_len == 777 && out_sigma == -7.0 && out_se == -7.0;
 }
 
@@ -1028,6 +1032,15 @@ static void model_scoring_cases(const hetreward_model *other) {
     CASE("out_rows", "NULL (a size query; capacity ignored)", HETREWARD_OK, "",
          hetreward_model_coefficients(model, HETREWARD_COEFFICIENTS_ALL, 0.05, NULL, 0, &out_len));
     CHECK(out_len == D1 + D2);
+    reset_outputs();
+    function_header("hetreward_model_unbounded");
+    CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",
+         hetreward_model_unbounded(NULL, out_unbounded, D1 + D2, &out_len));
+    CASE("out_count", "NULL", HETREWARD_NULL_POINTER, "`out_count`",
+         hetreward_model_unbounded(model, out_unbounded, D1 + D2, NULL));
+    CASE("out_rows", "NULL (a size query; capacity ignored)", HETREWARD_OK, "",
+         hetreward_model_unbounded(model, NULL, 0, &out_len));
+    CHECK(out_len == 0);
     reset_outputs();
     function_header("hetreward_model_rationality_interval");
     CASE("model", "NULL", HETREWARD_NULL_POINTER, "`model`",

@@ -1,7 +1,8 @@
 /* test_coefficients: the coefficient table through the C ABI — the size query, the three row
  * selections, Wald rows against the model's own estimate / SE and the comparison of e_j with
  * the zero answer, rationality of e_k, zeroed padding, a too-small array, and a bootstrap
- * model whose rows are its calibrated intervals (with the Wald copy giving the paper's). */
+ * model whose rows are its calibrated intervals (with the Wald copy giving the paper's); and the
+ * unbounded coefficients of a cluster jackknife where one annotator carries a covariate. */
 #include "common.h"
 
 #include <stddef.h>
@@ -142,10 +143,64 @@ static void check_bootstrap(const test_data *d) {
     hetreward_model_free(model);
 }
 
+/* One annotator (3 of 20) alone in covariate gamma[1]: the cluster jackknife cannot estimate
+ * that coefficient without it, so hetreward_model_unbounded() lists it with annotator 3, and its
+ * row of the coefficient table is unbounded. A Wald model lists none. */
+static void check_unbounded(void) {
+    test_data d = make_data(400, 11);
+    hetreward_fit_params p = hetreward_fit_default_params();
+    hetreward_model *model, *wald;
+    hetreward_unbounded rows[3], untouched[3];
+    hetreward_coefficient coef[ROWS];
+    size_t i, b, count = 12345;
+    for (i = 0; i < d.n; i++)
+        if (d.cluster[i] != 3) d.psi[i * D2 + 1] = 0.0;
+    p.intervals = HETREWARD_INTERVALS_CLUSTER_JACKKNIFE;
+    p.threads = 1;
+    model = fit_with(&d, &p);
+
+    /* The size query, then the rows (padding zeroed). */
+    CHECK_OK(hetreward_model_unbounded(model, NULL, 0, &count));
+    CHECK(count == 1);
+    memset(rows, 0xA5, sizeof rows);
+    CHECK_OK(hetreward_model_unbounded(model, rows, 3, &count));
+    CHECK(count == 1);
+    CHECK(rows[0].block == HETREWARD_COEFFICIENTS_GAMMA && rows[0].index == 1);
+    CHECK(rows[0].annotator == 3);
+    for (b = offsetof(hetreward_unbounded, block) + sizeof(rows[0].block);
+         b < offsetof(hetreward_unbounded, index); b++)
+        CHECK(((const unsigned char *)&rows[0])[b] == 0);
+    CHECK(((const unsigned char *)&rows[1])[0] == 0xA5); /* nothing past the count */
+
+    /* A too-small array is refused, naming the size needed, with nothing written. */
+    memcpy(untouched, rows, sizeof rows);
+    count = 12345;
+    CHECK_ERR(hetreward_model_unbounded(model, rows, 0, &count), HETREWARD_DIMENSION_MISMATCH,
+              "at least 1 rows");
+    CHECK(count == 12345 && memcmp(rows, untouched, sizeof rows) == 0);
+
+    /* Its coefficient row is unbounded; the other gamma's is not. */
+    CHECK_OK(hetreward_model_coefficients(model, HETREWARD_COEFFICIENTS_ALL, 0.05, coef, ROWS,
+                                          &count));
+    CHECK(isinf(coef[D1 + 1].se) && isinf(coef[D1 + 1].lower) && isinf(coef[D1 + 1].upper));
+    CHECK(isfinite(coef[D1].se) && isfinite(coef[D1].lower) && isfinite(coef[D1].upper));
+
+    /* The Wald copy of the same fit lists none. */
+    CHECK_OK(hetreward_model_wald(model, &wald));
+    CHECK_OK(hetreward_model_unbounded(wald, NULL, 0, &count));
+    CHECK(count == 0);
+    CHECK_OK(hetreward_model_unbounded(wald, rows, 0, &count));
+    CHECK(count == 0);
+    hetreward_model_free(wald);
+    hetreward_model_free(model);
+    free_data(&d);
+}
+
 int main(void) {
     test_data d = make_data(2000, 42);
     check_wald(&d);
     check_bootstrap(&d);
+    check_unbounded();
     free_data(&d);
     printf("test_coefficients: ok\n");
     return 0;

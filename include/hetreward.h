@@ -215,6 +215,29 @@ typedef struct hetreward_coefficient {
 } hetreward_coefficient;
 
 /**
+ * A coefficient whose interval is unbounded, filled by hetreward_model_unbounded(): one
+ * annotator carries it alone (its covariate is zero in every other annotator's rows), so the
+ * data without that annotator cannot estimate it, and a cluster interval method reports an
+ * infinite SE and bounds for it (and for every reward, difference or rationality that puts
+ * weight on it).
+ */
+typedef struct hetreward_unbounded {
+    /**
+     * HETREWARD_COEFFICIENTS_THETA or HETREWARD_COEFFICIENTS_GAMMA: which vector the
+     * coefficient is in.
+     */
+    hetreward_coefficients block;
+    /**
+     * 0-based index in that vector.
+     */
+    size_t index;
+    /**
+     * The id of the annotator (cluster) that carries it, as the data gave it.
+     */
+    int64_t annotator;
+} hetreward_unbounded;
+
+/**
  * Which algorithm fits the model: one of the HETREWARD_SOLVER_* values.
  */
 typedef uint32_t hetreward_solver;
@@ -1056,6 +1079,24 @@ hetreward_status hetreward_model_coefficients(const struct hetreward_model *mode
                                               struct hetreward_coefficient *out_rows,
                                               size_t capacity,
                                               size_t *out_count);
+
+/**
+ * The model's coefficients whose intervals are unbounded, each with the annotator that
+ * carries it alone: theta before gamma, in index order. None but for a cluster interval
+ * method (HETREWARD_INTERVALS_CLUSTER_JACKKNIFE or _CLUSTER_ONESTEP, or _AUTO's pick of one)
+ * on data where one annotator carries a coefficient; their rows of hetreward_model_coefficients() have an
+ * infinite SE and bounds, and hetreward_model_interval_warning() names them in words.
+ *
+ * With `out_rows` NULL, only writes their number to `*out_count` (`capacity` is then
+ * ignored). Otherwise `out_rows` holds `capacity` elements, at least that number: the rows
+ * are written (padding zeroed) and their number to `*out_count`. Returns
+ * HETREWARD_NULL_POINTER (model, out_count), HETREWARD_DIMENSION_MISMATCH (capacity too
+ * small; the message gives the number needed). Nothing is written on failure. Thread-safe.
+ */
+hetreward_status hetreward_model_unbounded(const struct hetreward_model *model,
+                                           struct hetreward_unbounded *out_rows,
+                                           size_t capacity,
+                                           size_t *out_count);
 
 /**
  * Builds a dataset from row-major `double` arrays, copying and validating them.

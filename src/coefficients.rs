@@ -44,6 +44,55 @@ impl Block {
             Block::Gamma => "gamma",
         }
     }
+
+    /// The stacked index (theta first: `theta[j]` is `j`, `gamma[k]` is `d1 + k`) of this
+    /// block's coefficient `index`, in a model with `d1` reward features.
+    pub(crate) fn stacked(self, index: usize, d1: usize) -> usize {
+        match self {
+            Block::Theta => index,
+            Block::Gamma => d1 + index,
+        }
+    }
+
+    /// The block and index of the stacked coefficient `stacked` ([`Block::stacked`]'s inverse).
+    pub(crate) fn of_stacked(stacked: usize, d1: usize) -> (Block, usize) {
+        match stacked.checked_sub(d1) {
+            Some(k) => (Block::Gamma, k),
+            None => (Block::Theta, stacked),
+        }
+    }
+}
+
+/// A coefficient whose interval is unbounded because one annotator carries it alone (its
+/// covariate is zero in every other annotator's rows, so the data without that annotator
+/// cannot estimate it): what a cluster interval method reports instead of a finite interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unbounded {
+    /// Which vector.
+    pub block: Block,
+    /// 0-based index in that vector.
+    pub index: usize,
+    /// The id of the annotator (cluster) that carries it, as the data give it.
+    pub annotator: i64,
+}
+
+/// The model's [`Unbounded`] coefficients, theta before gamma and in index order; empty but
+/// for a cluster interval method on data where one annotator carries a coefficient. Their
+/// rows in [`coefficients`] have an infinite SE and bounds.
+pub(crate) fn unbounded_coefficients(model: &RewardModel) -> Vec<Unbounded> {
+    model
+        .calibration()
+        .unbounded()
+        .iter()
+        .map(|c| {
+            let (block, index) = Block::of_stacked(c.coefficient, model.d1());
+            Unbounded {
+                block,
+                index,
+                annotator: c.cluster,
+            }
+        })
+        .collect()
 }
 
 /// One row of the table.
@@ -252,10 +301,7 @@ pub(crate) fn coefficient_unchecked(
 /// True when the coefficient's interval is unbounded: one annotator carries it alone
 /// ([`crate::calibrate::Calibration::unbounded`]).
 fn unbounded(model: &RewardModel, block: Block, index: usize) -> bool {
-    let stacked = match block {
-        Block::Theta => index,
-        Block::Gamma => model.d1() + index,
-    };
+    let stacked = block.stacked(index, model.d1());
     model
         .calibration()
         .unbounded()

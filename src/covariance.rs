@@ -216,9 +216,10 @@ pub fn covariance_factors(
 /// rebuilt from that estimate's `expected` covariance (`Cov(theta_hat) = L L^T` given by its
 /// lower factor `theta_factor`, `Cov(gamma_hat) = gamma_cov`, both `I^-1 / n` blocks) and the
 /// information's gamma blocks `b = B` (`d1 x d2`) and `d = D` (`d2 x d2`), without `A`:
-/// `I^-1 = n [[V_tt, -V_tt Y], [-Y^T V_tt, V_gg]]` with `Y = B D^-1` (block inversion, as
-/// [`factors_from_matrices`] splits it). One `d1^3` product instead of the Gram product of
-/// `n (d1 + d2)^2` flops and the factorisation that computing `I^-1` afresh costs.
+/// [`information_inverse_from_blocks`] with `Cov(theta_hat)` from a square product of the
+/// factor (as the bootstraps' preconditioner has always had it: their refits, and so their
+/// intervals, stay the same to the bit), symmetrised. One `d1^3` product instead of the Gram
+/// product of `n (d1 + d2)^2` flops and the factorisation that computing `I^-1` afresh costs.
 ///
 /// Errors: [`Error::SingularInformation`] when `D` is not positive definite.
 pub(crate) fn expected_information_inverse(
@@ -228,23 +229,44 @@ pub(crate) fn expected_information_inverse(
     b: &DMatrix<f64>,
     d: &DMatrix<f64>,
 ) -> Result<DMatrix<f64>> {
-    let (d1, d2) = (theta_factor.nrows(), gamma_cov.nrows());
-    let n = n as f64;
+    let v_tt = matmul(theta_factor, &theta_factor.transpose());
+    let mut inverse = information_inverse_from_blocks(v_tt, gamma_cov, n as f64, b, d)?;
+    symmetrize(&mut inverse);
+    Ok(inverse)
+}
+
+/// `scale` times the inverse of the summed expected information `n I` (`scale = n`: the
+/// mean information's inverse; `1`: the summed one's) from an estimate's `expected` covariance
+/// blocks `v_tt = Cov(theta_hat)` and `gamma_cov = Cov(gamma_hat)` and the mean information's
+/// gamma blocks `b = B`, `d = D` (see [`expected_information_inverse`]): by block inversion,
+/// `(n I)^-1 = [[V_tt, -V_tt Y], [-Y^T V_tt, V_gg]]` with `Y = B D^-1`. The cross blocks are
+/// each other's exact transposes, so the result is exactly symmetric when `v_tt` and
+/// `gamma_cov` are.
+///
+/// Errors: [`Error::SingularInformation`] when `D` is not positive definite.
+pub(crate) fn information_inverse_from_blocks(
+    v_tt: DMatrix<f64>,
+    gamma_cov: &DMatrix<f64>,
+    scale: f64,
+    b: &DMatrix<f64>,
+    d: &DMatrix<f64>,
+) -> Result<DMatrix<f64>> {
+    let (d1, d2) = (v_tt.nrows(), gamma_cov.nrows());
     let mut l_d = cholesky(d, "the expected information (its gamma block)")?;
     lower_inverse_in_place(&mut l_d);
     let y = matmul(b, &matmul_tn(&l_d, &l_d));
-    let v_tt = matmul(theta_factor, &theta_factor.transpose());
-    let cross = matmul(&v_tt, &y) * -n;
+    let cross = matmul(&v_tt, &y) * -scale;
     let mut inverse = DMatrix::<f64>::zeros(d1 + d2, d1 + d2);
-    inverse.view_mut((0, 0), (d1, d1)).copy_from(&(v_tt * n));
+    inverse
+        .view_mut((0, 0), (d1, d1))
+        .copy_from(&(v_tt * scale));
     inverse.view_mut((0, d1), (d1, d2)).copy_from(&cross);
     inverse
         .view_mut((d1, 0), (d2, d1))
         .copy_from(&cross.transpose());
     inverse
         .view_mut((d1, d1), (d2, d2))
-        .copy_from(&(gamma_cov * n));
-    symmetrize(&mut inverse);
+        .copy_from(&(gamma_cov * scale));
     Ok(inverse)
 }
 

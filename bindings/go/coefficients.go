@@ -73,3 +73,45 @@ func (m *Model) Coefficients(alpha float64, which Coefficients) ([]Coefficient, 
 	}
 	return res, nil
 }
+
+// Unbounded is a coefficient whose interval is unbounded (hetreward_unbounded): one annotator
+// carries it alone (its covariate is zero in every other annotator's rows), so the data without
+// that annotator cannot estimate it.
+type Unbounded struct {
+	Block     Coefficients // CoefficientsTheta or CoefficientsGamma
+	Index     int          // 0-based index in that vector
+	Annotator int64        // the id of the annotator that carries it, as the data gave it
+}
+
+// Unbounded returns the coefficients whose intervals are unbounded, each with the annotator
+// that carries it alone, theta before gamma. Empty but for a cluster interval method on such
+// data; those coefficients' rows of Coefficients have an infinite SE and bounds.
+func (m *Model) Unbounded() ([]Unbounded, error) {
+	if !m.h.acquire() {
+		return nil, ErrClosed
+	}
+	defer m.h.release()
+	var count C.size_t
+	err := call(func() C.hetreward_status {
+		return C.hetreward_model_unbounded(m.p, nil, 0, &count)
+	})
+	if err != nil {
+		runtime.KeepAlive(m)
+		return nil, err
+	}
+	out := make([]C.hetreward_unbounded, int(count)+1) // never empty: &out[0] is valid
+	err = call(func() C.hetreward_status {
+		return C.hetreward_model_unbounded(m.p, &out[0], C.size_t(len(out)), &count)
+	})
+	runtime.KeepAlive(m)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]Unbounded, int(count))
+	for i := range res {
+		u := &out[i]
+		res[i] = Unbounded{Block: Coefficients(u.block), Index: int(u.index),
+			Annotator: int64(u.annotator)}
+	}
+	return res, nil
+}

@@ -960,3 +960,42 @@ func TestLeverage(t *testing.T) {
 	_, err = m.Leverage(plain)
 	statusOf(t, err, hetreward.StatusInvalidArgument, "cluster")
 }
+
+func TestUnbounded(t *testing.T) {
+	// Annotator 3 alone in the second rationality covariate: the cluster jackknife cannot
+	// estimate gamma_1 without it, so the model lists it with its carrier and its coefficient
+	// row is unbounded; the Wald copy lists none.
+	d := makeData(300, 5)
+	for i := 0; i < d.n; i++ {
+		if d.cluster[i] != 3 {
+			d.psi[2*i+1] = 0
+		}
+	}
+	ds := mustDataset(t, d)
+	p := hetreward.DefaultFitParams()
+	p.Intervals = hetreward.IntervalsClusterJackknife
+	m := fit(t, ds, p)
+	u, err := m.Unbounded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []hetreward.Unbounded{{Block: hetreward.CoefficientsGamma, Index: 1, Annotator: 3}}
+	if len(u) != 1 || u[0] != want[0] {
+		t.Fatalf("unbounded: %+v, want %+v", u, want)
+	}
+	rows, err := m.Coefficients(0.05, hetreward.CoefficientsGamma)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !math.IsInf(rows[1].SE, 1) || !math.IsInf(rows[1].Upper, 1) || math.IsInf(rows[0].SE, 0) {
+		t.Fatalf("gamma rows: %+v", rows)
+	}
+	w, err := m.Wald()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if u, err := w.Unbounded(); err != nil || len(u) != 0 {
+		t.Fatalf("Wald copy: %+v, %v", u, err)
+	}
+}

@@ -681,21 +681,17 @@ fn run_fit(args: FitArgs, out: &mut Out) -> Result<(), Failure> {
     let mut model_out = PendingFile::create(&args.out)?;
     model_out.write_all(&model_file::to_bytes(&model))?;
     let diagnostics = model.diagnostics_on(&data);
-    // The annotator-heterogeneity diagnostic of a fit whose data have cluster ids (issue 20),
-    // from the model's inverse information (no second Gram product).
-    let heterogeneity = match data.cluster() {
-        Some(_) => Some(hetreward::parallel::run_in_pool(args.threads, || {
-            hetreward::cluster::heterogeneity_of_fit(&data, &model)
-        })?),
-        None => None,
-    };
-    // Beside it, the annotators' leverage: which coefficients rest on few annotators (from
-    // the model's covariance too).
-    let leverage = match data.cluster() {
-        Some(_) => Some(hetreward::parallel::run_in_pool(args.threads, || {
-            hetreward::cluster::leverage::leverage_of_fit(&data, &model)
-        })?),
-        None => None,
+    // The annotator-heterogeneity diagnostic of a fit whose data have cluster ids (issue 20)
+    // and beside it the annotators' leverage (which coefficients rest on few annotators),
+    // both from the model's inverse information (no second Gram product).
+    let (heterogeneity, leverage) = match data.cluster() {
+        Some(_) => {
+            let (h, l) = hetreward::parallel::run_in_pool(args.threads, || {
+                hetreward::cluster::diagnostics_of_fit(&data, &model)
+            })?;
+            (Some(h), Some(l))
+        }
+        None => (None, None),
     };
     let report_out = match &args.report {
         Some(path) => {

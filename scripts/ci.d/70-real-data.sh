@@ -55,6 +55,11 @@ PYTHONDONTWRITEBYTECODE=1 "$py" examples/real-data/run.py --subset ci --out "$HE
   --cache "$work/cache"
 
 echo "--- checks"
+# The headline check compares the full data's table with docs/examples.md: on this subset it
+# has nothing to compare, so it is deselected here by name rather than left to skip (a skip in
+# CI must mean something failed to run). It runs when the tests are pointed at a full run's
+# output (HETREWARD_REAL_OUT; the module docs of tests/test_real_data.py).
 (cd examples/real-data && PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider \
-  --rootdir=. tests)
+  --rootdir=. \
+  --deselect tests/test_real_data.py::test_documented_headline_is_what_the_code_produces tests)
 echo "Real data: pipeline (CI subset) and its checks passed"

@@ -11,13 +11,18 @@
 //! then covers about `2 Phi(1.96 / sqrt(ratio)) - 1` instead of 0.95.
 
 use super::clusters::Clusters;
+use super::GammaBlocks;
 use crate::covariance::{factors_from_matrices, CovarianceKind};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::fitted::RewardModel;
 use crate::interval::effective_df;
-use crate::likelihood::{cluster_score_sums, expected_information, gamma_blocks};
-use crate::linalg::{cholesky, lower_inverse_in_place, matmul, matmul_tn};
+#[cfg(doc)]
+use crate::likelihood::gamma_blocks;
+use crate::likelihood::{cluster_score_sums, expected_information};
+use crate::linalg::{
+    cholesky, lower_inverse_in_place, lower_matmul, lower_matmul_tn, matmul, matmul_tn,
+};
 use crate::model::Params;
 use nalgebra::DMatrix;
 use statrs::distribution::{ContinuousCDF, Normal};
@@ -72,14 +77,16 @@ pub fn heterogeneity(data: &Dataset, params: &Params) -> Result<Heterogeneity> {
         &clusters,
         &model.theta_factor,
         &model.gamma_cov,
+        &super::gamma_blocks_of(data, params),
     )
 }
 
 /// [`heterogeneity`] of `model`, the fit of `data` (the model [`crate::estimator::Estimator::estimate`]
 /// built from these data, as the command-line program's `fit`): when its covariance is the
 /// `expected` kind it is the inverse information the diagnostic needs, so the diagnostic
-/// costs three passes over the data and two `d1^2 G` products instead of a second Gram
-/// product of `n (d1 + d2)^2` flops (the same design effects to rounding). Any other model
+/// costs two passes over the data and two triangular `d1 x d1` by `d1 x G` products instead of
+/// a second Gram product of `n (d1 + d2)^2` flops (the same design effects to rounding).
+/// [`super::diagnostics_of_fit`] computes it beside the leverage with one pass fewer. Any other model
 /// (another covariance kind, another sample size or shape) takes [`heterogeneity`] at its
 /// estimate.
 ///
@@ -89,31 +96,47 @@ pub fn heterogeneity_of_fit(data: &Dataset, model: &RewardModel) -> Result<Heter
         return heterogeneity(data, model.params());
     }
     let clusters = Clusters::of(data)?;
+    let blocks = super::gamma_blocks_of(data, model.params());
+    of_expected_fit(data, model, &clusters, &blocks)
+}
+
+/// [`heterogeneity_of_fit`] of a model that is the `expected` fit of `data`
+/// (`RewardModel::is_expected_fit_of`), given the information's gamma blocks at its
+/// estimate (`super::gamma_blocks_of`, shared with the leverage diagnostic).
+pub(super) fn of_expected_fit(
+    data: &Dataset,
+    model: &RewardModel,
+    clusters: &Clusters,
+    blocks: &GammaBlocks,
+) -> Result<Heterogeneity> {
     diagnose(
         data,
         model.params(),
-        &clusters,
+        clusters,
         model.theta_cov_factor(),
         model.gamma_cov(),
+        blocks,
     )
 }
 
 /// The diagnostic given the expected information's covariance at `params`: `theta_factor`
 /// the lower Cholesky factor of `Cov(theta_hat)` and `gamma_cov` `Cov(gamma_hat)` (both the
-/// inverse information's blocks over `n`, [`factors_from_matrices`]).
+/// inverse information's blocks over `n`, [`factors_from_matrices`]), and `blocks` the
+/// gamma blocks at `params` (`super::gamma_blocks_of`).
 fn diagnose(
     data: &Dataset,
     params: &Params,
     clusters: &Clusters,
     theta_factor: &DMatrix<f64>,
     gamma_cov: &DMatrix<f64>,
+    blocks: &GammaBlocks,
 ) -> Result<Heterogeneity> {
     let g = clusters.len() as f64;
     let (n, p) = (data.n() as f64, data.n_params() as f64);
     let cr1 = g / (g - 1.0) * (n - 1.0) / (n - p).max(1.0);
     let d1 = data.d1();
     // One column per coefficient (contiguous), clusters down the rows.
-    let by_coefficient = sandwich_draws(data, params, clusters, theta_factor)?.transpose();
+    let by_coefficient = sandwich_draws(data, params, clusters, theta_factor, blocks)?.transpose();
     // Var(theta_hat_j) = |row j of L|^2, summed column by column (L is column-major).
     let mut theta_var = vec![0.0; d1];
     for column in theta_factor.column_iter() {
@@ -193,8 +216,10 @@ pub(super) fn coefficient_name(d1: usize, c: usize) -> String {
 /// with `W = B L_D^-T`, `W' = B' L_D^-T` (`D = L_D L_D^T`): a rank-`2 d2` update of `S_I`,
 /// solved by the Woodbury identity `S_H^-1 = P - P U K^-1 U^T P` (`P = S_I^-1 = n L L^T`,
 /// `U = [W, W']`, `K = diag(I, -I) + U^T P U`). Then `x_t = S_H^-1 (s_t - B' D^-1 s_g) / n`
-/// and `x_g = D^-1 (s_g / n - B'^T x_t)`. Costs the passes of [`gamma_blocks`] and
-/// [`cluster_score_sums`] and two `d1 x d1` by `d1 x G` products.
+/// and `x_g = D^-1 (s_g / n - B'^T x_t)`. Costs the pass of [`cluster_score_sums`] (with
+/// `blocks`, [`gamma_blocks`]' `(I_tg, H_tg, D)`, already computed) and two triangular
+/// `d1 x d1` by `d1 x G` products (`L^T R`, then `L` times the result: `d1^2 G` multiply-adds
+/// in all).
 ///
 /// Errors: [`Error::SingularInformation`] when `D` or `S_H` is not positive definite (`H` is
 /// not: the sandwich needs its inverse).
@@ -203,6 +228,7 @@ fn sandwich_draws(
     params: &Params,
     clusters: &Clusters,
     theta_factor: &DMatrix<f64>,
+    blocks: &GammaBlocks,
 ) -> Result<DMatrix<f64>> {
     let (n, d1, d2) = (data.n() as f64, data.d1(), data.d2());
     let (ids, sums) = cluster_score_sums(data, params);
@@ -210,21 +236,20 @@ fn sandwich_draws(
     let scores = DMatrix::from_vec(d1 + d2, ids.len(), sums);
     let l = theta_factor;
     let s_t = scores.rows(0, d1).into_owned();
-    if d2 == 0 {
-        // H = A = S_I: H_sum^-1 = L L^T.
-        return Ok(matmul(l, &matmul_tn(l, &s_t)));
-    }
+    let Some((i_tg, h_tg, d)) = blocks else {
+        // d2 = 0: H = A = S_I, H_sum^-1 = L L^T.
+        return Ok(lower_matmul(l, &lower_matmul_tn(l, &s_t)));
+    };
     let s_g = scores.rows(d1, d2).into_owned();
-    let (i_tg, h_tg, d) = gamma_blocks(data, params);
     let what = "the observed Hessian";
-    let mut ld_inv = cholesky(&d, &format!("{what} (its gamma block)"))?;
+    let mut ld_inv = cholesky(d, &format!("{what} (its gamma block)"))?;
     lower_inverse_in_place(&mut ld_inv);
-    let w = &i_tg * ld_inv.transpose();
-    let wh = &h_tg * ld_inv.transpose();
+    let w = i_tg * ld_inv.transpose();
+    let wh = h_tg * ld_inv.transpose();
     let mut u = DMatrix::zeros(d1, 2 * d2);
     u.columns_mut(0, d2).copy_from(&w);
     u.columns_mut(d2, d2).copy_from(&wh);
-    let q = matmul_tn(l, &u);
+    let q = lower_matmul_tn(l, &u);
     let mut k = matmul_tn(&q, &q) * n;
     // S_H is positive definite iff E = I - W'^T A^-1 W' is (A = S_I + W W^T is):
     // E = I - n Q'^T Q' + n^2 Q'^T Q1 (I + n Q1^T Q1)^-1 Q1^T Q'.
@@ -241,13 +266,13 @@ fn sandwich_draws(
     }
     // R = s_t - B' D^-1 s_g; x_t = L (T - n Q K^-1 Q^T T) with T = L^T R.
     let r = s_t - matmul(&wh, &(&ld_inv * &s_g));
-    let t = matmul_tn(l, &r);
+    let t = lower_matmul_tn(l, &r);
     let sol = k
         .lu()
         .solve(&matmul_tn(&q, &t))
         .ok_or_else(|| singular(what))?;
-    let x_t = matmul(l, &(t - matmul(&q, &sol) * n));
-    let x_g = ld_inv.tr_mul(&ld_inv) * (s_g / n - matmul_tn(&h_tg, &x_t));
+    let x_t = lower_matmul(l, &(t - matmul(&q, &sol) * n));
+    let x_g = ld_inv.tr_mul(&ld_inv) * (s_g / n - matmul_tn(h_tg, &x_t));
     let mut x = DMatrix::zeros(d1 + d2, ids.len());
     x.rows_mut(0, d1).copy_from(&x_t);
     x.rows_mut(d1, d2).copy_from(&x_g);

@@ -24,8 +24,9 @@
 //! [`heterogeneity`] is the diagnostic every fit with cluster ids reports: the design effect
 //! (cluster-robust over model-based variance) of each coefficient, with a plain-words warning
 //! when intervals that assume independent comparisons would under-cover;
-//! [`heterogeneity_of_fit`] computes it from a fitted model's inverse information (what the
-//! command-line program does: no second Gram product).
+//! [`heterogeneity_of_fit`] computes it from a fitted model's inverse information (no second
+//! Gram product), and [`diagnostics_of_fit`] it and the annotators' [`leverage`] together,
+//! as the command-line program does.
 //!
 //! The jackknife variance is `(G-1)/G sum_g (v_g - v_bar)^2`; quantiles are Student's t with
 //! `G - 1` degrees of freedom.
@@ -43,6 +44,47 @@ pub use heterogeneity::{
     heterogeneity, heterogeneity_of_fit, Heterogeneity, DESIGN_EFFECT_WARNING, EXCESS_Z_WARNING,
 };
 pub use identified::Carried;
+
+use crate::data::Dataset;
+use crate::error::Result;
+use crate::fitted::RewardModel;
+use crate::model::Params;
+use leverage::Leverage;
+use nalgebra::DMatrix;
+
+/// The gamma blocks `(I_tg, H_tg, I_gg)` of the expected information and the observed Hessian
+/// at an estimate (`crate::likelihood::gamma_blocks`, one pass over the data), `None` without
+/// covariates (`d2 = 0`): what both diagnostics of a fit read besides the model's covariance.
+type GammaBlocks = Option<(DMatrix<f64>, DMatrix<f64>, DMatrix<f64>)>;
+
+/// The [`GammaBlocks`] of `data` at `params`.
+fn gamma_blocks_of(data: &Dataset, params: &Params) -> GammaBlocks {
+    (data.d2() > 0).then(|| crate::likelihood::gamma_blocks(data, params))
+}
+
+/// [`heterogeneity_of_fit`] and [`leverage::leverage_of_fit`] of `model`, the fit of `data`
+/// (what the command-line program's `fit` reports for data with cluster ids): the same
+/// results, with the pass over the data that both read (the information's gamma blocks at
+/// the estimate) made once.
+pub fn diagnostics_of_fit(
+    data: &Dataset,
+    model: &RewardModel,
+) -> (Result<Heterogeneity>, Result<Leverage>) {
+    let clusters = match Clusters::of(data) {
+        Ok(c) if model.is_expected_fit_of(data) => c,
+        _ => {
+            return (
+                heterogeneity_of_fit(data, model),
+                leverage::leverage_of_fit(data, model),
+            )
+        }
+    };
+    let blocks = gamma_blocks_of(data, model.params());
+    (
+        heterogeneity::of_expected_fit(data, model, &clusters, &blocks),
+        leverage::of_expected_fit(data, model, &clusters, &blocks),
+    )
+}
 
 #[cfg(test)]
 mod tests;

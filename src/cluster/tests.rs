@@ -325,6 +325,44 @@ fn heterogeneity_from_the_models_factor_equals_the_direct_sandwich() {
     );
 }
 
+/// Both diagnostics computed together (one pass for the gamma blocks) are each one computed
+/// alone, bit for bit: with dense and one-hot covariates and none, for a model of another
+/// covariance kind, and data without enough clusters give each its own error.
+#[test]
+fn diagnostics_together_equal_each_alone() {
+    use crate::cluster::leverage::leverage_of_fit;
+    use crate::sim::{high_dimensional, homogeneous, one_hot_groups};
+    use crate::testing::with_clusters;
+    use crate::RewardModel;
+    let wide = high_dimensional(1200, 30, 4, 3).0;
+    let one_hot = one_hot_groups(1500, &[0.7, -0.4, 0.3, 0.5], &[0.4, -0.3, 0.2], 4);
+    let plain = homogeneous(900, &[0.6, -0.5, 0.4], 5);
+    let cases = [
+        (wide, 31, CovarianceKind::Expected),
+        (one_hot, 17, CovarianceKind::Expected),
+        (plain.clone(), 13, CovarianceKind::Expected),
+        (plain.clone(), 11, CovarianceKind::Observed),
+        (plain, 1, CovarianceKind::Expected),
+    ];
+    for (data, g, kind) in cases {
+        let data = with_clusters(&data, |i| ((i * 7) % g) as i64);
+        let model =
+            RewardModel::estimate(&data, &FitOptions::default(), kind, &FitControl::default())
+                .unwrap();
+        let (h, l) = diagnostics_of_fit(&data, &model);
+        let (h_alone, l_alone) = (
+            heterogeneity_of_fit(&data, &model),
+            leverage_of_fit(&data, &model),
+        );
+        if g == 1 {
+            assert!(h.is_err() && h_alone.is_err() && l.is_err() && l_alone.is_err());
+        } else {
+            assert_eq!(h.unwrap(), h_alone.unwrap(), "d2 {} {kind:?}", data.d2());
+            assert_eq!(l.unwrap(), l_alone.unwrap(), "d2 {} {kind:?}", data.d2());
+        }
+    }
+}
+
 #[test]
 fn small_sample_hint_recommends_the_cluster_method_when_the_data_have_cluster_ids() {
     use crate::RewardModel;

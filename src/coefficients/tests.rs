@@ -141,3 +141,19 @@ fn display_is_compact_for_large_d1_unless_all_rows_are_asked_for() {
     let full = big.display(true).to_string();
     assert_eq!(full.lines().count(), 1 + d1 + m.d2());
 }
+
+#[test]
+fn stacked_indices_round_trip_at_the_block_boundary() {
+    let d1 = 3;
+    let expected = [
+        (Block::Theta, 0),
+        (Block::Theta, 1),
+        (Block::Theta, 2),
+        (Block::Gamma, 0),
+        (Block::Gamma, 1),
+    ];
+    for (stacked, &(block, index)) in expected.iter().enumerate() {
+        assert_eq!(Block::of_stacked(stacked, d1), (block, index));
+        assert_eq!(block.stacked(index, d1), stacked);
+    }
+}

@@ -1,5 +1,6 @@
 //! The coefficient table in the C ABI: estimate, SE, z, p-value and CI of every theta_j and
-//! gamma_k under the model's interval method ([`crate::coefficients`]).
+//! gamma_k under the model's interval method ([`crate::coefficients`]), and the coefficients
+//! whose intervals are unbounded with the annotator that carries each.
 
 use super::args::{out_ptr, out_slice, write_zero_padded, ZeroPadded};
 use super::enums::{
@@ -8,7 +9,7 @@ use super::enums::{
 };
 use super::model::{hetreward_model, model_ref};
 use super::status::{boundary, hetreward_status};
-use crate::coefficients::{self, Block, Coefficient};
+use crate::coefficients::{self, Block, Coefficient, Unbounded};
 use crate::error::{check_alpha, Error};
 
 /// One row of the coefficient table, filled by hetreward_model_coefficients().
@@ -52,13 +53,18 @@ impl ZeroPadded for hetreward_coefficient {
     }
 }
 
+/// The C code of a coefficient's block.
+fn block_code(block: Block) -> hetreward_coefficients {
+    match block {
+        Block::Theta => HETREWARD_COEFFICIENTS_THETA,
+        Block::Gamma => HETREWARD_COEFFICIENTS_GAMMA,
+    }
+}
+
 impl From<&Coefficient> for hetreward_coefficient {
     fn from(c: &Coefficient) -> Self {
         hetreward_coefficient {
-            block: match c.block {
-                Block::Theta => HETREWARD_COEFFICIENTS_THETA,
-                Block::Gamma => HETREWARD_COEFFICIENTS_GAMMA,
-            },
+            block: block_code(c.block),
             index: c.index,
             estimate: c.estimate,
             se: c.se,
@@ -124,6 +130,87 @@ pub extern "C" fn hetreward_model_coefficients(
         }
         // SAFETY: checked non-NULL.
         unsafe { *out_count = count };
+        Ok(())
+    })
+}
+
+/// A coefficient whose interval is unbounded, filled by hetreward_model_unbounded(): one
+/// annotator carries it alone (its covariate is zero in every other annotator's rows), so the
+/// data without that annotator cannot estimate it, and a cluster interval method reports an
+/// infinite SE and bounds for it (and for every reward, difference or rationality that puts
+/// weight on it).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
+pub struct hetreward_unbounded {
+    /// HETREWARD_COEFFICIENTS_THETA or HETREWARD_COEFFICIENTS_GAMMA: which vector the
+    /// coefficient is in.
+    pub block: hetreward_coefficients,
+    /// 0-based index in that vector.
+    pub index: usize,
+    /// The id of the annotator (cluster) that carries it, as the data gave it.
+    pub annotator: i64,
+}
+
+impl ZeroPadded for hetreward_unbounded {
+    unsafe fn write_fields(&self, dst: *mut Self) {
+        use std::ptr::addr_of_mut;
+        addr_of_mut!((*dst).block).write(self.block);
+        addr_of_mut!((*dst).index).write(self.index);
+        addr_of_mut!((*dst).annotator).write(self.annotator);
+    }
+}
+
+impl From<&Unbounded> for hetreward_unbounded {
+    fn from(u: &Unbounded) -> Self {
+        hetreward_unbounded {
+            block: block_code(u.block),
+            index: u.index,
+            annotator: u.annotator,
+        }
+    }
+}
+
+/// The model's coefficients whose intervals are unbounded, each with the annotator that
+/// carries it alone: theta before gamma, in index order. None but for a cluster interval
+/// method (HETREWARD_INTERVALS_CLUSTER_JACKKNIFE or _CLUSTER_ONESTEP, or _AUTO's pick of one)
+/// on data where one annotator carries a coefficient; their rows of hetreward_model_coefficients() have an
+/// infinite SE and bounds, and hetreward_model_interval_warning() names them in words.
+///
+/// With `out_rows` NULL, only writes their number to `*out_count` (`capacity` is then
+/// ignored). Otherwise `out_rows` holds `capacity` elements, at least that number: the rows
+/// are written (padding zeroed) and their number to `*out_count`. Returns
+/// HETREWARD_NULL_POINTER (model, out_count), HETREWARD_DIMENSION_MISMATCH (capacity too
+/// small; the message gives the number needed). Nothing is written on failure. Thread-safe.
+#[no_mangle]
+pub extern "C" fn hetreward_model_unbounded(
+    model: *const hetreward_model,
+    out_rows: *mut hetreward_unbounded,
+    capacity: usize,
+    out_count: *mut usize,
+) -> hetreward_status {
+    boundary(|| {
+        // SAFETY: NULL or a live model (header contract).
+        let m = unsafe { model_ref(model)? };
+        let out_count = out_ptr(out_count, "out_count")?;
+        let rows: Vec<hetreward_unbounded> = coefficients::unbounded_coefficients(m)
+            .iter()
+            .map(Into::into)
+            .collect();
+        if !out_rows.is_null() {
+            if capacity < rows.len() {
+                return Err(Error::dims(
+                    "capacity",
+                    format!("at least {} rows", rows.len()),
+                    capacity,
+                ));
+            }
+            let out = out_slice(out_rows, rows.len(), "out_rows")?;
+            // SAFETY: `out_rows` holds capacity >= rows.len() elements (header contract).
+            unsafe { write_zero_padded(out, &rows) };
+        }
+        // SAFETY: checked non-NULL.
+        unsafe { *out_count = rows.len() };
         Ok(())
     })
 }

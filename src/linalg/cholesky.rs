@@ -170,17 +170,27 @@ pub(crate) fn spd_inverse(a: &DMatrix<f64>, what: &str) -> Result<DMatrix<f64>> 
     Ok(inv)
 }
 
+/// Side of the square tiles [`anti_transpose_lower`] moves at a time.
+const ANTI_TILE: usize = 64;
+
 /// Maps the lower triangle of an `n x n` matrix through `(i, j) -> (n-1-j, n-1-i)` (the
-/// transpose across the anti-diagonal), in place.
+/// transpose across the anti-diagonal), in place. The triangle is walked in square tiles of
+/// [`ANTI_TILE`]: a tile's image is another tile, and both stay in cache while their values
+/// are swapped (element by element, the image of a column is a row, a stride of `n`).
 fn anti_transpose_lower(a: &mut DMatrix<f64>) {
     let n = a.nrows();
     let s = a.as_mut_slice();
-    for j in 0..n {
-        for i in j..n {
-            let (i2, j2) = (n - 1 - j, n - 1 - i);
-            // Visit each pair once: (i, j) before its image in column-major order.
-            if (j, i) < (j2, i2) {
-                s.swap(j * n + i, j2 * n + i2);
+    for j0 in (0..n).step_by(ANTI_TILE) {
+        for i0 in (j0..n).step_by(ANTI_TILE) {
+            for j in j0..(j0 + ANTI_TILE).min(n) {
+                for i in i0.max(j)..(i0 + ANTI_TILE).min(n) {
+                    let (i2, j2) = (n - 1 - j, n - 1 - i);
+                    // Swap each pair once: from the element before its image in column-major
+                    // order.
+                    if (j, i) < (j2, i2) {
+                        s.swap(j * n + i, j2 * n + i2);
+                    }
+                }
             }
         }
     }
@@ -271,6 +281,28 @@ pub(crate) fn ridged_inverse_factor(make: &dyn Fn() -> DMatrix<f64>) -> (DMatrix
 mod tests {
     use super::*;
     use crate::testing::random_spd;
+
+    /// The tiled anti-transpose moves every lower-triangle value to its mirror image across
+    /// the anti-diagonal and leaves the strict upper triangle alone, at sizes below, at and
+    /// across the tile's edge.
+    #[test]
+    fn anti_transpose_maps_the_lower_triangle_across_the_anti_diagonal() {
+        for n in [0, 1, 2, 63, 64, 65, 150] {
+            let a = DMatrix::from_fn(n, n, |i, j| (i * 1000 + j) as f64);
+            let mut b = a.clone();
+            anti_transpose_lower(&mut b);
+            for j in 0..n {
+                for i in 0..n {
+                    let want = if i >= j {
+                        a[(n - 1 - j, n - 1 - i)]
+                    } else {
+                        a[(i, j)]
+                    };
+                    assert_eq!(b[(i, j)], want, "n {n} ({i}, {j})");
+                }
+            }
+        }
+    }
 
     #[test]
     fn ridged_inverse_factor_grows_the_ridge_and_falls_back_to_the_diagonal() {

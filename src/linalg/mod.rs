@@ -12,6 +12,9 @@
 //!   `lower_inverse_in_place`: factorisations with the scale-invariant condition check
 //!   (`RCOND_MIN`) that turns a singular or ill-conditioned matrix into an error instead of
 //!   a NaN, and in-place triangular inverses (`cholesky.rs`);
+//! * `matmul`, `matmul_tn` and, for a lower-triangular left factor at half the flops,
+//!   `lower_matmul`, `lower_matmul_tn`; `lower_outer` (`L L^T` of a triangular factor, exactly
+//!   symmetric);
 //! * `PackedLower`: the packed scoring kernel of the reward standard errors, and the
 //!   triangular matrix-vector products of Newton-CG's preconditioner (`packed.rs`);
 //! * `dot`, `axpy` and the `Element` row kernels with their AVX2 + FMA path (`simd.rs`).
@@ -54,11 +57,18 @@ use nalgebra::DMatrix;
 const MM_COLS: usize = 64;
 
 /// `c = op(a) * b` with `c`'s columns cut into fixed tiles of [`MM_COLS`], one sequential faer
-/// GEMM each, in parallel on the current rayon pool. faer's own parallel GEMM is not
-/// bit-reproducible across thread counts for every shape (measured: the batched refits' `d1 x
-/// k` preconditioner products differed between 1 and 3 threads), while a tile's arithmetic
-/// depends only on its fixed shape: results are identical whatever the thread count.
-fn tiled_matmul(c: &mut DMatrix<f64>, a: MatRef<'_, f64>, b: &DMatrix<f64>) {
+/// product each, in parallel on the current rayon pool; `a_structure` says which part of
+/// `op(a)` is read (a triangle: the product skips the zero one, half the flops of a square
+/// GEMM). faer's own parallel GEMM is not bit-reproducible across thread counts for every
+/// shape (measured: the batched refits' `d1 x k` preconditioner products differed between 1
+/// and 3 threads), while a tile's arithmetic depends only on its fixed shape: results are
+/// identical whatever the thread count.
+fn tiled_matmul(
+    c: &mut DMatrix<f64>,
+    a: MatRef<'_, f64>,
+    a_structure: BlockStructure,
+    b: &DMatrix<f64>,
+) {
     use rayon::prelude::*;
     let m = c.nrows();
     if m == 0 || c.ncols() == 0 {
@@ -70,14 +80,23 @@ fn tiled_matmul(c: &mut DMatrix<f64>, a: MatRef<'_, f64>, b: &DMatrix<f64>) {
         .enumerate()
         .for_each(|(t, out)| {
             let (j0, cols) = (t * MM_COLS, out.len() / m);
-            faer::linalg::matmul::matmul(
-                MatMut::from_column_major_slice_mut(out, m, cols),
-                Accum::Replace,
-                a,
-                b.subcols(j0, cols),
-                1.0,
-                Par::Seq,
-            );
+            let out = MatMut::from_column_major_slice_mut(out, m, cols);
+            let b = b.subcols(j0, cols);
+            if a_structure.is_dense() {
+                faer::linalg::matmul::matmul(out, Accum::Replace, a, b, 1.0, Par::Seq);
+            } else {
+                triangular::matmul(
+                    out,
+                    BlockStructure::Rectangular,
+                    Accum::Replace,
+                    a,
+                    a_structure,
+                    b,
+                    BlockStructure::Rectangular,
+                    1.0,
+                    Par::Seq,
+                );
+            }
         });
 }
 
@@ -85,7 +104,7 @@ fn tiled_matmul(c: &mut DMatrix<f64>, a: MatRef<'_, f64>, b: &DMatrix<f64>) {
 pub fn matmul(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
     assert_eq!(a.ncols(), b.nrows(), "matmul: inner dimensions differ");
     let mut c = DMatrix::<f64>::zeros(a.nrows(), b.ncols());
-    tiled_matmul(&mut c, view(a), b);
+    tiled_matmul(&mut c, view(a), BlockStructure::Rectangular, b);
     c
 }
 
@@ -93,8 +112,63 @@ pub fn matmul(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
 pub(crate) fn matmul_tn(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
     assert_eq!(a.nrows(), b.nrows(), "matmul_tn: inner dimensions differ");
     let mut c = DMatrix::<f64>::zeros(a.ncols(), b.ncols());
-    tiled_matmul(&mut c, view(a).transpose(), b);
+    tiled_matmul(&mut c, view(a).transpose(), BlockStructure::Rectangular, b);
     c
+}
+
+/// `l * b` for a lower-triangular `l` (only its lower triangle is read): [`matmul`] at half
+/// the flops, the same tiles (results do not depend on the thread count).
+pub(crate) fn lower_matmul(l: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
+    assert_eq!(
+        l.ncols(),
+        b.nrows(),
+        "lower_matmul: inner dimensions differ"
+    );
+    let mut c = DMatrix::<f64>::zeros(l.nrows(), b.ncols());
+    tiled_matmul(&mut c, view(l), BlockStructure::TriangularLower, b);
+    c
+}
+
+/// `l^T * b` for a lower-triangular `l` (only its lower triangle is read): [`matmul_tn`] at
+/// half the flops (see [`lower_matmul`]).
+pub(crate) fn lower_matmul_tn(l: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
+    assert_eq!(
+        l.nrows(),
+        b.nrows(),
+        "lower_matmul_tn: inner dimensions differ"
+    );
+    let mut c = DMatrix::<f64>::zeros(l.ncols(), b.ncols());
+    tiled_matmul(
+        &mut c,
+        view(l).transpose(),
+        BlockStructure::TriangularUpper,
+        b,
+    );
+    c
+}
+
+/// `l l^T` for a lower-triangular `l` (only its lower triangle is read), exactly symmetric:
+/// the lower triangle by faer's triangular product (both factors triangular, about a sixth of
+/// the flops of a square GEMM), then mirrored. Its blocking depends on the shape only: results
+/// do not depend on the thread count (the tests check it).
+pub(crate) fn lower_outer(l: &DMatrix<f64>) -> DMatrix<f64> {
+    let n = l.nrows();
+    assert_eq!(l.ncols(), n, "lower_outer: the factor is not square");
+    let mut out = DMatrix::<f64>::zeros(n, n);
+    let lv = view(l);
+    triangular::matmul(
+        view_mut(&mut out),
+        BlockStructure::TriangularLower,
+        Accum::Replace,
+        lv,
+        BlockStructure::TriangularLower,
+        lv.transpose(),
+        BlockStructure::TriangularUpper,
+        1.0,
+        par(),
+    );
+    base::mirror_lower(out.as_mut_slice(), n);
+    out
 }
 
 /// Row-major `f32` product `a (m x k) * b (k x n)` (used to measure the machine's `sgemm`
@@ -354,6 +428,35 @@ mod tests {
             }
         }
     }
+    /// The triangular products equal the square ones on the lower triangle (the strict upper
+    /// triangle of the factor is never read), `lower_outer` is exactly symmetric, and none
+    /// depends on the thread count, at a size where faer splits its work.
+    #[test]
+    fn triangular_products_match_the_square_ones_whatever_the_threads() {
+        let (n, k) = (700, 150);
+        let full = DMatrix::from_fn(n, n, |i, j| (((i * 31 + j * 17) % 29) as f64 - 14.0) / 9.0);
+        let lower = DMatrix::from_fn(n, n, |i, j| if i >= j { full[(i, j)] } else { 0.0 });
+        let b = DMatrix::from_fn(n, k, |i, j| ((i * 7 + j * 11) % 13) as f64 * 0.3 - 1.7);
+        let on = |t: usize| {
+            crate::parallel::thread_pool(t).unwrap().install(|| {
+                (
+                    lower_matmul(&full, &b),
+                    lower_matmul_tn(&full, &b),
+                    lower_outer(&full),
+                )
+            })
+        };
+        let (lb, ltb, llt) = on(1);
+        assert_eq!((lb.clone(), ltb.clone(), llt.clone()), on(2));
+        assert_eq!((lb.clone(), ltb.clone(), llt.clone()), on(5));
+        let close =
+            |a: &DMatrix<f64>, b: &DMatrix<f64>| (a - b).abs().max() <= 1e-12 * b.abs().max();
+        assert!(close(&lb, &matmul(&lower, &b)));
+        assert!(close(&ltb, &matmul_tn(&lower, &b)));
+        assert!(close(&llt, &matmul(&lower, &lower.transpose())));
+        assert_eq!(llt, llt.transpose());
+    }
+
     /// The blocked projections equal the row-by-row dot products (to rounding), and a row's
     /// values are bit-identical alone, in any batch at any position, on 1 or 3 threads.
     #[test]

@@ -21,6 +21,7 @@ from ._core import (
     COEFFICIENT_DTYPE,
     COMPARISON_DTYPE,
     REWARD_DTYPE,
+    UNBOUNDED_DTYPE,
     VERDICTS,
     Dataset,
     Fitter,
@@ -54,7 +55,8 @@ def library_version() -> str:
 
 __all__ = [
     "Dataset", "Fitter", "Model", "Progress", "FitReport", "Summary", "SummaryRow",
-    "REWARD_DTYPE", "COMPARISON_DTYPE", "CANDIDATE_DTYPE", "COEFFICIENT_DTYPE", "VERDICTS",
+    "REWARD_DTYPE", "COMPARISON_DTYPE", "CANDIDATE_DTYPE", "COEFFICIENT_DTYPE", "UNBOUNDED_DTYPE",
+    "VERDICTS",
     "library_version",
     "HetrewardError", "NullPointerError", "InvalidArgumentError", "DimensionMismatchError",
     "NonFiniteError", "SingularInformationError", "NotConvergedError", "HetrewardIOError",

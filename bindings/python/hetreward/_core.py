@@ -54,9 +54,14 @@ COEFFICIENT_DTYPE = np.dtype(
      ("p_value", "<f8"), ("lower", "<f8"), ("upper", "<f8")],
     align=True,
 )
+#: One row of Model.unbounded(): ``block`` 0 theta, 1 gamma; ``index`` in that vector;
+#: ``annotator`` the id of the annotator that carries the coefficient alone.
+UNBOUNDED_DTYPE = np.dtype([("block", "<u4"), ("index", "<u8"), ("annotator", "<i8")],
+                           align=True)
 for _dt, _st in ((REWARD_DTYPE, _n.hetreward_reward), (COMPARISON_DTYPE, _n.hetreward_comparison),
                  (CANDIDATE_DTYPE, _n.hetreward_candidate),
-                 (COEFFICIENT_DTYPE, _n.hetreward_coefficient)):
+                 (COEFFICIENT_DTYPE, _n.hetreward_coefficient),
+                 (UNBOUNDED_DTYPE, _n.hetreward_unbounded)):
     assert _dt.itemsize == ctypes.sizeof(_st), (_dt, _st)
 
 
@@ -850,6 +855,19 @@ class Model(_Handle):
                                                 byref(count)))
         return out
 
+    def unbounded(self) -> np.ndarray:
+        """The coefficients whose intervals are unbounded, each with the annotator that
+        carries it alone (its covariate is zero in every other annotator's rows): a
+        structured array (block, index, annotator), theta before gamma. Empty but for a
+        cluster interval method on such data; those coefficients' rows of coefficients() have
+        an infinite SE and bounds."""
+        count = c_size_t()
+        _check(self._call(lib.hetreward_model_unbounded, None, 0, byref(count)))
+        out = np.zeros(count.value, dtype=UNBOUNDED_DTYPE)
+        _check(self._call(lib.hetreward_model_unbounded, _ptr(out, _n.hetreward_unbounded),
+                          out.size, byref(count)))
+        return out
+
     def rationality_interval(self, psi0: float, psi: Sequence[float],
                              alpha: float = 0.05) -> Tuple[float, float, float, float]:
         """sigma_hat, its SE and the (1 - alpha) interval ``(sigma, se, lower, upper)`` under
@@ -882,5 +900,5 @@ class Model(_Handle):
 
 __all__ = [
     "Dataset", "Fitter", "Model", "Progress", "FitReport", "HetrewardError", "VERDICTS",
-    "REWARD_DTYPE", "COMPARISON_DTYPE", "CANDIDATE_DTYPE", "COEFFICIENT_DTYPE",
+    "REWARD_DTYPE", "COMPARISON_DTYPE", "CANDIDATE_DTYPE", "COEFFICIENT_DTYPE", "UNBOUNDED_DTYPE",
 ]

@@ -217,6 +217,10 @@ class hetreward_coefficient(Structure):
     ]
 
 
+class hetreward_unbounded(Structure):
+    _fields_ = [("block", hetreward_coefficients), ("index", c_size_t), ("annotator", c_int64)]
+
+
 class hetreward_shard_summary(Structure):
     _fields_ = [("n", c_uint64), ("d1", c_uint64), ("d2", c_uint64), ("clustered", c_bool),
                 ("schema", c_uint32)]
@@ -316,6 +320,10 @@ PROTOTYPES = {
         hetreward_status,
         [_P(hetreward_model), hetreward_coefficients, c_double, _P(hetreward_coefficient),
          c_size_t, _P(c_size_t)],
+    ),
+    "hetreward_model_unbounded": (
+        hetreward_status,
+        [_P(hetreward_model), _P(hetreward_unbounded), c_size_t, _P(c_size_t)],
     ),
     "hetreward_model_rationality_interval": (
         hetreward_status,

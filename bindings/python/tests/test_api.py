@@ -539,3 +539,21 @@ def test_leverage_diagnostics(data):
     with hr.Dataset(**{**data, "cluster": None}) as ds, hr.Fitter() as fitter:
         with fitter.fit(ds) as m, pytest.raises(hr.InvalidArgumentError, match="cluster"):
             m.leverage(ds)
+
+
+def test_unbounded_coefficients(data):
+    # Annotator 3 alone in the second rationality covariate: the cluster jackknife cannot
+    # estimate gamma_1 without it, so the model lists it with its carrier and its row of the
+    # coefficient table is unbounded; the Wald copy lists none.
+    lone = {**data, "psi": data["psi"].copy()}
+    lone["psi"][data["cluster"] != 3, 1] = 0.0
+    with hr.Dataset(**lone) as ds, hr.Fitter(intervals="cluster-jackknife") as fitter:
+        with fitter.fit(ds) as m:
+            u = m.unbounded()
+            assert u.dtype == hr.UNBOUNDED_DTYPE
+            assert [tuple(int(v) for v in r) for r in u] == [(1, 1, 3)]
+            row = m.coefficients(which="gamma")[1]
+            assert np.isinf(row["se"]) and np.isinf(row["lower"]) and np.isinf(row["upper"])
+            assert np.isfinite(m.coefficients(which="gamma")[0]["se"])
+            with m.wald() as w:
+                assert len(w.unbounded()) == 0

@@ -108,7 +108,6 @@ def test_shards_smaller_than_the_parameter_count_fit_as_one(tmp_path):
     parts = contiguous_parts(600, 200)
     with pytest.raises(hr.InvalidArgumentError, match="3 samples cannot identify 5"):
         hr.Dataset(*(np.ascontiguousarray(a[parts[0]]) for a in data))
-    pytest.importorskip("safetensors", reason="the safetensors writer for the file shards")
     sources = array_shards(data, parts)
     sources[:20] = safetensors_shards(data, parts[:20], tmp_path)
     with hd.LocalEngine(sources) as eng:

@@ -17,7 +17,8 @@ the path in `ENV["HETREWARD_LIB"]` read when the package is precompiled.
 """
 module Hetreward
 
-export Dataset, Fitter, Model, HetrewardError, Reward, Comparison, Candidate, Coefficient
+export Dataset, Fitter, Model, HetrewardError, Reward, Comparison, Candidate, Coefficient,
+       Unbounded
 
 # =================================================================================================
 # The C API, one to one (checked against include/hetreward.h by ../../check_wrapper.py: every
@@ -225,6 +226,14 @@ struct hetreward_coefficient
     upper::Cdouble
 end
 
+"""A coefficient whose interval is unbounded: `block` (HETREWARD_COEFFICIENTS_THETA or _GAMMA),
+the 0-based `index` in that vector and the id of the `annotator` that carries it alone."""
+struct hetreward_unbounded
+    block::hetreward_coefficients
+    index::Csize_t
+    annotator::Int64
+end
+
 hetreward_last_error_message() =
     @ccall libhetreward.hetreward_last_error_message()::Cstring
 
@@ -370,6 +379,11 @@ hetreward_model_coefficients(model, which, alpha, out_rows, capacity, out_count)
         which::hetreward_coefficients, alpha::Cdouble, out_rows::Ptr{hetreward_coefficient},
         capacity::Csize_t, out_count::Ptr{Csize_t})::hetreward_status
 
+hetreward_model_unbounded(model, out_rows, capacity, out_count) =
+    @ccall libhetreward.hetreward_model_unbounded(model::Ptr{hetreward_model},
+        out_rows::Ptr{hetreward_unbounded}, capacity::Csize_t,
+        out_count::Ptr{Csize_t})::hetreward_status
+
 hetreward_model_rationality_interval(model, psi0, psi, d2, alpha, out) =
     @ccall libhetreward.hetreward_model_rationality_interval(model::Ptr{hetreward_model},
         psi0::Cdouble, psi::Ptr{Cdouble}, d2::Csize_t, alpha::Cdouble,
@@ -506,6 +520,7 @@ const Reward = hetreward_reward
 const Comparison = hetreward_comparison
 const Candidate = hetreward_candidate
 const Coefficient = hetreward_coefficient
+const Unbounded = hetreward_unbounded
 
 """
     HetrewardError(status, name, message)
@@ -1068,6 +1083,28 @@ function coefficients(model::Model; alpha::Real=0.05, which::Symbol=:all)
     in_use(model) do
         GC.@preserve model out check(hetreward_model_coefficients(live(model), code, alpha,
                                                                   pointer(out), length(out), count))
+    end
+    return out
+end
+
+"""
+    unbounded(model) -> Vector{Unbounded}
+
+The coefficients whose intervals are unbounded, each with the annotator that carries it alone
+(its covariate is zero in every other annotator's rows), theta before gamma. Empty but for a
+cluster interval method on such data; those coefficients' rows of `coefficients` have an
+infinite SE and bounds. `index` is 0-based, as in the C API.
+"""
+function unbounded(model::Model)
+    count = Ref{Csize_t}(0)
+    in_use(model) do
+        GC.@preserve model check(hetreward_model_unbounded(live(model), Ptr{Unbounded}(C_NULL), 0,
+                                                           count))
+    end
+    out = Vector{Unbounded}(undef, count[])
+    in_use(model) do
+        GC.@preserve model out check(hetreward_model_unbounded(live(model), pointer(out),
+                                                               length(out), count))
     end
     return out
 end
