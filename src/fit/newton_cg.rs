@@ -17,15 +17,27 @@
 //!    its trace to the current theta block; the cross and gamma blocks are exact at the
 //!    current point (one `n d1 d2` GEMM and a pass over psi), applied through their
 //!    `d2 x d2` Schur complement. The theta block changes along the path only through the
-//!    per-sample weights `w_i sigma_i^2`. The first `P` is the information at `theta = 0`, a
-//!    property of the data alone, built once per fit ([`DataPreconditioner`]); where the
+//!    per-sample weights `w_i sigma_i^2`. Every run starts on the information at `theta = 0`,
+//!    a property of the data alone, built once per fit ([`DataPreconditioner`]); where the
 //!    weights at the estimate differ from its uniform ones by orders of magnitude (heavy-tailed
 //!    rows, whose logits saturate), `alpha P` models the theta block poorly and CG slows down.
-//!    So `P` is rebuilt from the current weights once the CG products since it was built,
-//!    with those the step about to be solved will take at least (as many as the last one),
-//!    cost as much as a build ([`rebuild_budget`]: the ski-rental rule; a fit whose CG
-//!    products cost less than a build never pays for one), each weight floored at
-//!    [`WEIGHT_FLOOR`] times their mean;
+//!    So a run rebuilds `P` from the current weights, each floored at [`WEIGHT_FLOOR`] times
+//!    their mean, before a step where both hold:
+//!    * the run is in its local phase: the line search accepted the last step's unit step and
+//!      that step cut the gradient norm to [`LOCAL_CONTRACTION`] of what it was (Newton's
+//!      local convergence: the weights are near those at the optimum `P` is to model);
+//!    * the rebuild pays: the CG products on the block in use (since it was built, or since
+//!      the fit or a run took the data block), with those the step about to be solved will
+//!      take at least (as many as the last one), cost as much as a build ([`rebuild_budget`]:
+//!      the ski-rental rule; a fit whose CG products cost less than a build never pays for
+//!      one).
+//!
+//!    Far from an optimum a block rebuilt at the current weights follows the iterate. With
+//!    the budget alone (at small `d1` it is 1-2 products: a rebuild at almost every step),
+//!    random starts that the data block takes to their optimum in about ten steps ran into
+//!    the `theta -> 0, |gamma| -> infinity` valley (where the NLL tends to `log 2`) instead:
+//!    forced Newton-CG fits from random starts at `d1` = 3 and 64 took about 4x the Newton
+//!    steps;
 //! 3. takes an Armijo step along `d` (the same line search as the dense solver); every trial
 //!    point is evaluated in one pass that also records the per-sample terms the next
 //!    iteration's products need.
@@ -120,6 +132,42 @@ pub(crate) const WEIGHT_FLOOR: f64 = 1e-3;
 /// build took the time of 71-86 products, so `d1 / 25` (81). At least one.
 pub(crate) fn rebuild_budget(d1: usize) -> usize {
     (d1 / 25).max(1)
+}
+
+/// A run is in its local phase once the line search accepted its last step's unit step and
+/// that step cut the gradient norm to at most this fraction. On the golden recording's
+/// forced Newton-CG fits (d1 = 3, 64, 300; default, random and explicit starts), 0.1, 0.25 and
+/// 0.35 each left every fit's Newton steps at or below the fixed block's, 0.5 did not (two
+/// more steps on two fits at d1 = 64); the heavy-tailed paper-scale file rebuilds after a
+/// step that cut it to 0.11.
+pub(crate) const LOCAL_CONTRACTION: f64 = 0.25;
+
+/// A run's last Newton step, as the rebuild rule sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct LastStep {
+    /// Hessian-vector products it took.
+    pub(crate) products: usize,
+    /// Gradient norm at its start.
+    pub(crate) grad_norm: f64,
+    /// Whether the line search accepted its unit step.
+    pub(crate) unit: bool,
+}
+
+impl LastStep {
+    /// Whether the run is in its local phase at the point of gradient norm `grad_norm` this
+    /// step reached: a unit step that cut the gradient norm to [`LOCAL_CONTRACTION`] of
+    /// what it was.
+    pub(crate) fn local(&self, grad_norm: f64) -> bool {
+        self.unit && grad_norm <= LOCAL_CONTRACTION * self.grad_norm
+    }
+}
+
+/// Whether a rebuild pays: the `on_block` Hessian-vector products on the theta block in use,
+/// with `ahead` more for the step about to be solved (as many as the last one took: CG takes
+/// more products per step, not fewer, as the forcing tightens), cost a build for `d1`
+/// features ([`rebuild_budget`]).
+pub(crate) fn rebuild_pays(on_block: usize, ahead: usize, d1: usize) -> bool {
+    on_block + ahead >= rebuild_budget(d1)
 }
 
 impl ThetaBlock {
@@ -223,6 +271,8 @@ pub(crate) fn single_precision(z: &[f64]) -> Vec<f32> {
 #[derive(Debug, Clone)]
 pub(crate) struct NewtonCg {
     free: Free,
+    /// The run's last step (`None` before its first).
+    last: Option<LastStep>,
     /// Newton steps, CG iterations and Fisher steps so far (the objective counts passes).
     pub(crate) stats: CgStats,
 }
@@ -232,6 +282,7 @@ impl NewtonCg {
     pub(crate) fn new(free: Free) -> Self {
         NewtonCg {
             free,
+            last: None,
             stats: CgStats::default(),
         }
     }
@@ -275,9 +326,18 @@ impl<O: Objective + ?Sized> Operator for StepOperator<'_, O> {
 
 impl<O: Objective + ?Sized> Solver<O> for NewtonCg {
     fn step(&mut self, objective: &mut O, state: &State, tol: f64) -> Result<Step> {
+        let d1 = state.params.theta.len();
+        let g = self.free.gather(&state.grad, d1);
+        let grad_norm = dot(&g, &g).sqrt();
+        match self.last {
+            None => objective.restore_theta_block(),
+            Some(last) if last.local(grad_norm) => {
+                objective.rebuild_theta_block(state, last.products)?;
+            }
+            Some(_) => {}
+        }
         let pre = objective.preconditioner(state, self.free)?;
         self.stats.newton_steps += 1;
-        let g = self.free.gather(&state.grad, state.params.theta.len());
         let neg: Vec<f64> = g.iter().map(|v| -v).collect();
         let first = objective.precondition(&pre, &neg);
         let landing = Landing {
@@ -298,10 +358,51 @@ impl<O: Objective + ?Sized> Solver<O> for NewtonCg {
         self.stats.fisher_steps += usize::from(solution.fisher);
         let direction = solution.direction;
         let slope = dot(&direction, &g);
-        line_step(objective, state, self.free, &direction, slope)
+        let step = line_step(objective, state, self.free, &direction, slope)?;
+        // The line search's first trial is `along(.., 1.0)`: the unit step has those bits.
+        let unit = matches!(&step, Step::Moved(next)
+            if next.params == self.free.along(&state.params, &direction, 1.0));
+        self.last = Some(LastStep {
+            products: solution.iterations,
+            grad_norm,
+            unit,
+        });
+        Ok(step)
     }
 
     fn free(&self) -> Free {
         self.free
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule's two halves: the local phase is a unit step that cut the gradient norm to
+    /// `LOCAL_CONTRACTION` of what it was (no more, and not a shorter step); a rebuild pays
+    /// once the products on the block and the step ahead reach `d1 / 25` (at least one).
+    #[test]
+    fn the_rebuild_rule_wants_a_local_phase_and_a_paid_build() {
+        let last = LastStep {
+            products: 3,
+            grad_norm: 1e-2,
+            unit: true,
+        };
+        assert!(last.local(2.5e-3));
+        assert!(last.local(1e-9));
+        assert!(!last.local(2.6e-3));
+        assert!(!last.local(2e-2));
+        let halved = LastStep {
+            unit: false,
+            ..last
+        };
+        assert!(!halved.local(1e-9));
+        assert_eq!(rebuild_budget(2048), 81);
+        assert_eq!(rebuild_budget(3), 1);
+        assert!(rebuild_pays(60, 21, 2048));
+        assert!(!rebuild_pays(60, 20, 2048));
+        assert!(rebuild_pays(0, 1, 3));
+        assert!(!rebuild_pays(0, 0, 3));
     }
 }
