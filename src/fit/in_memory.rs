@@ -1,6 +1,6 @@
 //! The data in memory as the solvers' [`Objective`]: every answer is a pass over the
 //! [`Dataset`] (the in-memory fit, its refits and the profile's constrained fits), with
-//! Newton-CG's step preconditioner and the rule that rebuilds its theta block (see
+//! Newton-CG's step preconditioner and the theta block it rebuilds when a run asks (see
 //! [`super::newton_cg`]).
 
 use super::newton_cg::{rebuild_pays, CgStats, DataPreconditioner, ThetaBlock};
