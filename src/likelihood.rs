@@ -409,16 +409,21 @@ pub(crate) fn information_rows<T: Scalar>(
 
 /// The theta block of the expected information at `theta = 0, gamma = 0`,
 /// `(1/n) sum (psi0_i^2 / 4) z_i z_i^T` — a property of the data alone — computed in single
-/// precision (~1e-5 relative accuracy): the base of Newton-CG's preconditioner.
-pub(crate) fn data_information_f32(data: &Dataset) -> DMatrix<f64> {
-    weighted_gram_f32(data, |i| 0.25 * data.psi0()[i] * data.psi0()[i])
+/// precision (~1e-5 relative accuracy) reading z from `features` (as [`hessian_vector_over`]).
+pub(crate) fn data_information_f32(data: &Dataset, features: FeatureMatrix<'_>) -> DMatrix<f64> {
+    weighted_gram_f32(data, features, |i| 0.25 * data.psi0()[i] * data.psi0()[i])
 }
 
-/// `(1/n) sum c_i z_i z_i^T` (`d1 x d1`) for per-row weights `c_i >= 0`, in single precision:
-/// the theta block of the expected information when `c_i = w_i sigma_i^2`.
-pub(crate) fn weighted_gram_f32(data: &Dataset, c: impl Fn(usize) -> f64 + Sync) -> DMatrix<f64> {
+/// `(1/n) sum c_i z_i z_i^T` (`d1 x d1`) for per-row weights `c_i >= 0`, in single precision,
+/// reading z from `features` (as [`hessian_vector_over`]): the theta block of the expected
+/// information when `c_i = w_i sigma_i^2`.
+pub(crate) fn weighted_gram_f32(
+    data: &Dataset,
+    features: FeatureMatrix<'_>,
+    c: impl Fn(usize) -> f64 + Sync,
+) -> DMatrix<f64> {
     let d1 = data.d1();
-    with_features!(data, |z| gram_f32(
+    with_features!(@ features, |z| gram_f32(
         data.n(),
         d1,
         data.n() as f64,

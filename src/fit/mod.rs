@@ -15,7 +15,9 @@
 //!     every iteration (`newton`; quadratic convergence, exact steps);
 //!   * above, inexact Newton with preconditioned conjugate gradients (`newton_cg`): the
 //!     Hessian is never formed, each CG iteration is one pass over the data, and the
-//!     preconditioner is a single-precision information matrix built once per run. At the
+//!     preconditioner is a single-precision information matrix built once per fit (and
+//!     rebuilt at the current weights near an optimum, once CG has spent as much as a
+//!     build). At the
 //!     paper's scale (n = 33,845, d1 = 2048, d2 = 38) this is what makes a fit take seconds.
 //!
 //!   Because `L_n` is biconvex but not jointly convex, small problems (up to
@@ -693,6 +695,8 @@ mod tests {
         assert_eq!(dc.newton, NewtonVariant::Cg);
         assert!(dense.report.converged && cg.report.converged);
         assert!(dc.cg.cg_iterations > 0 && dc.cg.passes > dc.cg.cg_iterations);
+        // d1 = 40: a build costs one product, so the theta block is rebuilt near the optimum.
+        assert!(dc.cg.preconditioner_builds > 1, "{:?}", dc.cg);
         let dist = dense
             .params
             .stacked()

@@ -123,6 +123,18 @@ pub(crate) trait Objective {
     /// Newton-CG's preconditioner for a step from `at` over the `free` coordinates.
     fn preconditioner(&mut self, at: &State, free: Free) -> Result<Self::Preconditioner>;
 
+    /// Newton-CG, before a step in a run's local phase (see [`super::newton_cg`]): rebuild the
+    /// theta block of the step preconditioners at `at` if the Hessian-vector products on the
+    /// block in use, with `ahead` more for the step about to be solved, reach the cost of a
+    /// build. Objectives whose theta block is fixed keep it (the default).
+    fn rebuild_theta_block(&mut self, _at: &State, _ahead: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// Newton-CG, before a run's first step: the run starts on the data preconditioner's theta
+    /// block (the default: the only one there is).
+    fn restore_theta_block(&mut self) {}
+
     /// `M^-1 r` for the preconditioner `pre` (`r` over the free coordinates).
     fn precondition(&mut self, pre: &Self::Preconditioner, r: &[f64]) -> Vec<f64>;
 
